@@ -1,0 +1,3 @@
+from localrag.cli import main
+
+raise SystemExit(main())

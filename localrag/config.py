@@ -1,0 +1,206 @@
+"""Settings: defaults < TOML file < environment (LOCALRAG_*) < CLI flags.
+
+Every threshold of ALGORITHMS.md is a named field here with the paper's default.
+TOML files are read from ``~/.config/localrag/config.toml`` and then
+``<folder>/.localrag/config.toml``; a section name matches a dataclass field below
+(``[index]``, ``[llm]``, ``[neuropath]``, ``[memory]``, ``[remind]``).
+Environment variables are ``LOCALRAG_<SECTION>_<FIELD>`` (e.g.
+``LOCALRAG_LLM_MODEL=/x.gguf``) or ``LOCALRAG_<FIELD>`` for top-level fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+
+class ConfigError(ValueError):
+    """A setting has a value that cannot be used."""
+
+
+@dataclass
+class IndexSettings:
+    ignore: list[str] = field(default_factory=lambda: ["*.tmp", "*~", "node_modules/*", "__pycache__/*"])
+    extensions: list[str] = field(
+        default_factory=lambda: [".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm", ".pdf"]
+    )
+    max_file_bytes: int = 20_000_000
+    chunk_min_tokens: int = 100
+    chunk_max_tokens: int = 300
+    embed_batch: int = 32
+    # graph extraction: "llm" (constrained, grounded), "rules" (no model), "llm+rules" (rules as fallback)
+    extractor: str = "llm+rules"
+    extract_max_tokens: int = 1024
+
+
+@dataclass
+class LLMSettings:
+    model: str = ""  # path to a GGUF; empty = discovery (models/ then bundled SmolLM2)
+    n_ctx: int = 4096
+    n_threads: int = 0  # 0 = all cores
+    n_gpu_layers: int = -1  # offload all layers when llama.cpp was built with a GPU backend
+    temperature: float = 0.0
+    seed: int = 42
+    answer_max_tokens: int = 384
+    json_max_tokens: int = 1024
+    url: str = ""  # OpenAI-compatible server base URL; empty = in-process llama.cpp
+    url_model: str = ""
+    api_key_env: str = "LOCALRAG_API_KEY"
+    timeout_s: float = 120.0
+    retries: int = 3
+    concurrency: int = 4
+    # optional per-role models (extraction vs tracking/answers), GGUF paths or server model names
+    index_model: str = ""
+
+
+@dataclass
+class NeuroPathSettings:
+    max_hop: int = 2
+    filter_k: int = 30
+    coref_k: int = 5
+    coref_threshold: float = 0.8
+    backfill: int = 100
+    top_k: int = 100
+    max_prompt_paths: int = 60
+    answer_passages: int = 5
+
+
+@dataclass
+class MemorySettings:
+    enabled: bool = True
+    alpha: float = 0.1
+    lam: float = 0.5
+    penalty: str = "intended"  # "intended" | "off"
+    knn_recall: bool = True
+
+
+@dataclass
+class RemindSettings:
+    seeds: int = 2
+    max_jumps: int = 10
+    max_llm_calls: int = 20
+    synonym_cos: float = 0.85
+    summary_threshold_tokens: int = 350
+
+
+@dataclass
+class Settings:
+    folder: str = "."
+    db: str = ""  # empty = <folder>/.localrag/index.db
+    strategy: str = "auto"  # auto = neuropath once a graph exists, else hybrid
+    top_k: int = 5
+    index: IndexSettings = field(default_factory=IndexSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    neuropath: NeuroPathSettings = field(default_factory=NeuroPathSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    remind: RemindSettings = field(default_factory=RemindSettings)
+
+    @property
+    def folder_path(self) -> Path:
+        return Path(self.folder).expanduser().resolve()
+
+    @property
+    def db_path(self) -> Path:
+        if self.db:
+            return Path(self.db).expanduser().resolve()
+        return self.folder_path / ".localrag" / "index.db"
+
+
+_SECTIONS = {"index", "llm", "neuropath", "memory", "remind"}
+
+
+def _coerce(value: Any, current: Any, name: str) -> Any:
+    if isinstance(current, bool):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in {"1", "true", "yes", "on"}:
+            return True
+        if text in {"0", "false", "no", "off"}:
+            return False
+        raise ConfigError(f"{name}: expected true/false, got {value!r}")
+    if isinstance(current, int):
+        try:
+            return int(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{name}: expected an integer, got {value!r}") from exc
+    if isinstance(current, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{name}: expected a number, got {value!r}") from exc
+    if isinstance(current, list):
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return list(value)
+    return str(value)
+
+
+def _apply(target: Any, values: Mapping[str, Any], prefix: str) -> None:
+    names = {f.name for f in dataclasses.fields(target)}
+    for key, value in values.items():
+        if key not in names:
+            raise ConfigError(f"unknown setting {prefix}{key}")
+        current = getattr(target, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{prefix}{key} must be a table")
+            _apply(current, value, f"{prefix}{key}.")
+        else:
+            setattr(target, key, _coerce(value, current, f"{prefix}{key}"))
+
+
+def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    top = {f.name for f in dataclasses.fields(Settings)}
+    for key, value in env.items():
+        if not key.startswith("LOCALRAG_") or key == "LOCALRAG_API_KEY":
+            continue
+        rest = key[len("LOCALRAG_"):].lower()
+        section, _, name = rest.partition("_")
+        if section in _SECTIONS and name:
+            out.setdefault(section, {})[name] = value
+        elif rest in top and rest not in _SECTIONS:
+            out[rest] = value
+    return out
+
+
+def load_settings(
+    folder: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: str | Path | None = None,
+) -> Settings:
+    """Build the settings for ``folder``; ``overrides`` are CLI flags (dotted keys allowed)."""
+    settings = Settings()
+    if folder is not None:
+        settings.folder = str(folder)
+    files = [Path("~/.config/localrag/config.toml").expanduser(), settings.folder_path / ".localrag" / "config.toml"]
+    if config_file:
+        files.append(Path(config_file))
+    for path in files:
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+            data.pop("folder", None) if folder is not None else None
+            _apply(settings, data, "")
+    _apply(settings, _env_values(os.environ if env is None else env), "")
+    nested: dict[str, Any] = {}
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, dot, name = key.partition(".")
+        if dot:
+            nested.setdefault(section, {})[name] = value
+        else:
+            nested[key] = value
+    _apply(settings, nested, "")
+    if settings.memory.penalty not in {"intended", "off"}:
+        raise ConfigError("memory.penalty must be 'intended' or 'off'")
+    return settings

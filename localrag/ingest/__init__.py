@@ -1,0 +1,1 @@
+"""Walk a folder, load files to text, chunk them, keep the index in step."""

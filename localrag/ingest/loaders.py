@@ -1,0 +1,231 @@
+"""File -> text with a line map. Anything that cannot be read raises SkipFile with a reason."""
+
+from __future__ import annotations
+
+import codecs
+import html.parser
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+TEXT_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "rst", ".org": "org",
+              ".html": "html", ".htm": "html", ".pdf": "pdf"}
+
+# Reasons recorded for skipped files (shown by `localrag status`).
+TOO_LARGE = "too-large"
+EMPTY = "empty"
+BINARY = "binary"
+BAD_ENCODING = "invalid-utf8"
+UNREADABLE = "unreadable"
+PDF_ERROR = "pdf-error"
+UNSUPPORTED = "unsupported"
+VANISHED = "vanished"
+NOT_REGULAR = "not-a-regular-file"
+
+
+class SkipFile(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class LoadedText:
+    text: str
+    kind: str
+    title: str
+    # line_map[i] = 1-based source line of text line i; None = identity
+    line_map: tuple[int, ...] | None = None
+
+    def source_line(self, text_line: int) -> int:
+        """1-based source line of 1-based text line."""
+        if self.line_map is None or not self.line_map:
+            return text_line
+        return self.line_map[min(text_line, len(self.line_map)) - 1]
+
+
+def read_bytes(path: Path, max_bytes: int) -> bytes:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError as exc:
+        raise SkipFile(VANISHED, "the file disappeared before it could be read") from exc
+    except OSError as exc:
+        raise SkipFile(UNREADABLE, f"cannot stat: {exc.strerror or exc}") from exc
+    if size > max_bytes:
+        raise SkipFile(TOO_LARGE, f"{size:,} bytes is over the limit of {max_bytes:,} (index.max_file_bytes)")
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError as exc:
+        raise SkipFile(VANISHED, "the file disappeared before it could be read") from exc
+    except PermissionError as exc:
+        raise SkipFile(UNREADABLE, "permission denied") from exc
+    except OSError as exc:
+        raise SkipFile(UNREADABLE, exc.strerror or str(exc)) from exc
+    if len(data) > max_bytes:
+        raise SkipFile(TOO_LARGE, f"grew past the limit of {max_bytes:,} bytes while being read")
+    return data
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (optionally with BOM) or BOM-marked UTF-16; anything else is skipped with the offset."""
+    if data.startswith(codecs.BOM_UTF16_LE) or data.startswith(codecs.BOM_UTF16_BE):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise SkipFile(BAD_ENCODING, f"invalid UTF-16 at byte {exc.start}") from exc
+    if b"\x00" in data[:8192]:
+        raise SkipFile(BINARY, "contains NUL bytes (looks like a binary file)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SkipFile(BAD_ENCODING, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from exc
+    if "\x00" in text:
+        raise SkipFile(BINARY, "contains NUL characters")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _first_heading(text: str, kind: str) -> str:
+    for line in text.splitlines()[:50]:
+        s = line.strip()
+        if kind == "markdown" and s.startswith("# "):
+            return s[2:].strip()
+        if kind == "org" and s.lower().startswith("#+title:"):
+            return s.split(":", 1)[1].strip()
+    return ""
+
+
+def load_file(path: Path, max_bytes: int) -> LoadedText:
+    return load_data(path, read_bytes(path, max_bytes))
+
+
+def load_data(path: Path, data: bytes) -> LoadedText:
+    """Text of a file's bytes; ``path`` gives the type and the fallback title."""
+    kind = TEXT_KINDS.get(path.suffix.lower())
+    if kind is None:
+        raise SkipFile(UNSUPPORTED, f"no loader for {path.suffix or 'files without an extension'}")
+    if not data.strip():
+        raise SkipFile(EMPTY, "the file is empty")
+    if kind == "pdf":
+        loaded = _load_pdf(data)
+    elif kind == "html":
+        loaded = _load_html(decode_text(data))
+    else:
+        text = decode_text(data)
+        loaded = LoadedText(text=text, kind=kind, title=_first_heading(text, kind))
+    if not loaded.text.strip():
+        raise SkipFile(EMPTY, "no text in the file")
+    title = loaded.title or path.stem.replace("-", " ").replace("_", " ").strip()
+    return LoadedText(loaded.text, loaded.kind, title, loaded.line_map)
+
+
+class _HTMLText(html.parser.HTMLParser):
+    """Visible text of an HTML page as Markdown-ish lines, each mapped to its source line."""
+
+    BLOCK = {"p", "div", "br", "li", "tr", "section", "article", "header", "footer", "blockquote", "pre", "table", "ul", "ol"}
+    SKIP = {"script", "style", "head", "noscript", "template", "svg"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[tuple[str, int]] = []
+        self._buf: list[str] = []
+        self._line = 1
+        self._skip = 0
+        self._heading = 0
+        self.title = ""
+        self._in_title = False
+
+    def _flush(self) -> None:
+        text = re.sub(r"\s+", " ", "".join(self._buf)).strip()
+        if text:
+            prefix = "#" * self._heading + " " if self._heading else ""
+            self.lines.append((prefix + text, self._line))
+        self._buf = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "title":
+            self._in_title = True
+        if tag in self.SKIP:
+            self._skip += 1
+            return
+        if tag in self.BLOCK or re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            self._line = self.getpos()[0]
+            if re.fullmatch(r"h[1-6]", tag):
+                self._heading = int(tag[1])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        if tag in self.SKIP:
+            self._skip = max(0, self._skip - 1)
+            return
+        if tag in self.BLOCK or re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            if re.fullmatch(r"h[1-6]", tag):
+                self._heading = 0
+                self.lines.append(("", self.getpos()[0]))
+            elif tag in {"p", "div", "section", "article"}:
+                self.lines.append(("", self.getpos()[0]))
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        if self._skip:
+            return
+        if not self._buf:
+            self._line = self.getpos()[0]
+        self._buf.append(data)
+
+
+def _load_html(source: str) -> LoadedText:
+    parser = _HTMLText()
+    try:
+        parser.feed(source)
+        parser.close()
+    except Exception as exc:  # html.parser is lenient; this is a last resort
+        raise SkipFile(UNREADABLE, f"HTML could not be parsed: {exc}") from exc
+    parser._flush()
+    lines = parser.lines
+    text = "\n".join(t for t, _ in lines)
+    title = re.sub(r"\s+", " ", parser.title).strip()
+    if not title:
+        for t, _ in lines:
+            if t.startswith("# "):
+                title = t[2:]
+                break
+    return LoadedText(text=text, kind="html", title=title, line_map=tuple(n for _, n in lines))
+
+
+def _load_pdf(data: bytes) -> LoadedText:
+    import io
+    import logging
+
+    try:
+        from pypdf import PdfReader
+    except ImportError as exc:  # pragma: no cover - pypdf is a dependency
+        raise SkipFile(PDF_ERROR, "pypdf is not installed") from exc
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            try:
+                reader.decrypt("")
+            except Exception as exc:
+                raise SkipFile(PDF_ERROR, "the PDF is encrypted") from exc
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = ""
+        meta = reader.metadata
+        if meta is not None and meta.title:
+            title = str(meta.title).strip()
+    except SkipFile:
+        raise
+    except Exception as exc:
+        raise SkipFile(PDF_ERROR, f"the PDF could not be parsed: {type(exc).__name__}: {exc}") from exc
+    parts = []
+    for number, page in enumerate(pages, start=1):
+        body = page.replace("\r\n", "\n").replace("\x00", "").strip()
+        if body:
+            parts.append(f"## Page {number}\n\n{body}")
+    return LoadedText(text="\n\n".join(parts), kind="pdf", title=title)

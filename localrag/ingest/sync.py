@@ -1,0 +1,242 @@
+"""Keep the index in step with a folder, incrementally.
+
+- size + mtime unchanged: nothing is read;
+- content hash unchanged (touched file): only the stat is updated;
+- a new path whose hash equals a vanished document's: a move, passages keep their ids;
+- a changed file: passages diffed by hash; unchanged ones keep ids and everything derived;
+- a vanished file: its passages and all derived rows go.
+Each file's change is one transaction, so a killed process leaves every file either
+fully old or fully new, and the next run continues from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from localrag.config import IndexSettings
+from localrag.embed import Embedder
+from localrag.ingest.chunker import Chunk, chunk_text
+from localrag.ingest.loaders import LoadedText, SkipFile, load_data, read_bytes
+from localrag.ingest.walker import FoundFile, walk
+from localrag.records import SkippedFile
+from localrag.store import Store
+from localrag.store.documents import NewPassage
+
+
+@dataclass
+class Progress:
+    phase: str  # "scan" | "embed" | "remove" | "done"
+    done: int
+    total: int
+    path: str = ""
+
+
+@dataclass
+class SyncReport:
+    files_seen: int = 0
+    unchanged: int = 0
+    added: int = 0
+    updated: int = 0
+    touched: int = 0
+    moved: int = 0
+    removed: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    passages_added: int = 0
+    passages_kept: int = 0
+    passages_removed: int = 0
+    embedded: int = 0
+    vectors_reused: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.moved or self.removed or self.passages_added or self.passages_removed)
+
+
+@dataclass
+class _Plan:
+    found: FoundFile
+    sha: str
+    kind: str
+    title: str
+    chunks: list[tuple[Chunk, int, int]]  # chunk, source start line, source end line
+    doc_id: int | None
+
+
+ProgressFn = Callable[[Progress], None]
+
+EMBED_BATCH_PASSAGES = 256
+
+
+def sync_folder(
+    store: Store,
+    root: Path,
+    settings: IndexSettings,
+    embedder: Embedder,
+    progress: ProgressFn | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> SyncReport:
+    started = time.perf_counter()
+    report = SyncReport()
+    emit = progress or (lambda p: None)
+    found, rejected = walk(root, settings.extensions, settings.ignore)
+    report.files_seen = len(found) + len(rejected)
+    docs = store.docs.all()
+    skip_state = store.docs.skip_state()
+    seen = {f.rel for f in found} | {r.rel for r in rejected}
+
+    for r in rejected:
+        if skip_state.get(r.rel) != (r.size, r.mtime_ns):
+            with store.transaction():
+                if r.rel in docs:
+                    store.docs.delete(docs[r.rel].id)
+                store.docs.record_skip(r.rel, r.size, r.mtime_ns, r.reason, r.detail)
+        report.skipped.append(SkippedFile(r.rel, r.reason, r.detail))
+
+    todo: list[FoundFile] = []
+    for f in found:
+        doc = docs.get(f.rel)
+        if doc is not None and doc.size == f.size and doc.mtime_ns == f.mtime_ns:
+            report.unchanged += 1
+        elif doc is None and skip_state.get(f.rel) == (f.size, f.mtime_ns):
+            report.unchanged += 1  # still the same unreadable file: don't retry
+        else:
+            todo.append(f)
+    vanished = {path: doc for path, doc in docs.items() if path not in seen}
+    vanished_by_sha: dict[str, list[str]] = defaultdict(list)
+    for path, doc in vanished.items():
+        vanished_by_sha[doc.sha256].append(path)
+
+    # newest first: the notes a user just wrote are searchable first
+    todo.sort(key=lambda f: -f.mtime_ns)
+    plans: list[_Plan] = []
+    pending = 0
+    for i, f in enumerate(todo):
+        if should_stop and should_stop():
+            break
+        emit(Progress("scan", i, len(todo), f.rel))
+        plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
+        if plan is None:
+            continue
+        plans.append(plan)
+        pending += len(plan.chunks)
+        if pending >= EMBED_BATCH_PASSAGES:
+            _apply_plans(store, plans, embedder, settings, report, emit)
+            plans, pending = [], 0
+    if plans:
+        _apply_plans(store, plans, embedder, settings, report, emit)
+    emit(Progress("scan", len(todo), len(todo)))
+
+    stopped = bool(should_stop and should_stop())
+    if not stopped:
+        gone = list(vanished.items())
+        for i, (path, doc) in enumerate(gone):
+            emit(Progress("remove", i, len(gone), path))
+            n = len(store.docs.passage_hashes(doc.id))
+            with store.transaction():
+                store.docs.delete(doc.id)
+            report.removed += 1
+            report.passages_removed += n
+        for path in set(skip_state) - seen:
+            with store.transaction():
+                store.docs.clear_skip(path)
+    report.seconds = time.perf_counter() - started
+    emit(Progress("done", 1, 1))
+    return report
+
+
+def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport) -> _Plan | None:
+    try:
+        data_sha, loaded = _load(f, settings)
+    except SkipFile as skip:
+        with store.transaction():
+            if doc is not None:
+                report.passages_removed += len(store.docs.passage_hashes(doc.id))
+                store.docs.delete(doc.id)
+                report.removed += 1
+            store.docs.record_skip(f.rel, f.size, f.mtime_ns, skip.reason, skip.detail)
+        report.skipped.append(SkippedFile(f.rel, skip.reason, skip.detail))
+        return None
+    if doc is not None and doc.sha256 == data_sha:
+        with store.transaction():
+            store.docs.touch(doc.id, f.size, f.mtime_ns)
+        report.touched += 1
+        return None
+    if doc is None and vanished_by_sha.get(data_sha):
+        old_path = vanished_by_sha[data_sha].pop(0)
+        old = vanished.pop(old_path)
+        with store.transaction():
+            store.docs.update(old.id, path=f.rel, size=f.size, mtime_ns=f.mtime_ns, sha256=data_sha, title=loaded.title)
+            store.docs.clear_skip(f.rel)
+        report.moved += 1
+        report.passages_kept += len(store.docs.passage_hashes(old.id))
+        return None
+    chunks = chunk_text(loaded.text, loaded.kind, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
+    mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line)) for c in chunks]
+    return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None)
+
+
+def _load(f: FoundFile, settings: IndexSettings) -> tuple[str, LoadedText]:
+    data = read_bytes(f.path, settings.max_file_bytes)
+    return hashlib.sha256(data).hexdigest(), load_data(f.path, data)
+
+
+def _apply_plans(store: Store, plans: Sequence[_Plan], embedder: Embedder, settings: IndexSettings, report: SyncReport, emit: ProgressFn) -> None:
+    # which passages need a vector: those whose text is new to this document
+    needed: dict[str, str] = {}
+    for plan in plans:
+        old = {sha for _, sha, _ in store.docs.passage_hashes(plan.doc_id)} if plan.doc_id else set()
+        for chunk, _, _ in plan.chunks:
+            if chunk.sha256 not in old:
+                needed[chunk.sha256] = chunk.embed_text
+    vectors = store.vectors.by_sha(list(needed))
+    report.vectors_reused += len(vectors)
+    missing = [sha for sha in needed if sha not in vectors]
+    for start in range(0, len(missing), settings.embed_batch):
+        batch = missing[start:start + settings.embed_batch]
+        emit(Progress("embed", report.embedded, report.embedded + len(missing) - start))
+        encoded = embedder.encode([needed[s] for s in batch], batch_size=settings.embed_batch)
+        for sha, vec in zip(batch, encoded):
+            vectors[sha] = vec
+        report.embedded += len(batch)
+    for plan in plans:
+        _write_file(store, plan, vectors, report)
+
+
+def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], report: SyncReport) -> None:
+    f = plan.found
+    with store.transaction():
+        if plan.doc_id is None:
+            doc_id = store.docs.insert(f.rel, f.size, f.mtime_ns, plan.sha, plan.kind, plan.title)
+            old: list[tuple[int, str, int]] = []
+            report.added += 1
+        else:
+            doc_id = plan.doc_id
+            store.docs.update(doc_id, path=f.rel, size=f.size, mtime_ns=f.mtime_ns, sha256=plan.sha, title=plan.title)
+            old = store.docs.passage_hashes(doc_id)
+            report.updated += 1
+        store.docs.clear_skip(f.rel)
+        free: dict[str, list[int]] = defaultdict(list)
+        for pid, sha, _ in old:
+            free[sha].append(pid)
+        inserts: list[tuple[int, np.ndarray]] = []
+        for ordinal, (chunk, start, end) in enumerate(plan.chunks):
+            new = NewPassage(ordinal, chunk.heading, chunk.text, chunk.sha256, start, end, chunk.tokens)
+            if free.get(chunk.sha256):
+                store.docs.move_passage(free[chunk.sha256].pop(0), new)
+                report.passages_kept += 1
+            else:
+                pid = store.docs.insert_passage(doc_id, plan.title, new)
+                inserts.append((pid, vectors[chunk.sha256]))
+                report.passages_added += 1
+        stale = [pid for ids in free.values() for pid in ids]
+        store.docs.delete_passages(stale)
+        report.passages_removed += len(stale)
+        store.vectors.put_many(inserts)

@@ -1,0 +1,107 @@
+"""LLM protocol: chat(messages, schema, max_tokens, phase) -> Reply."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, TypedDict
+
+from localrag.records import LLMCallRecord
+
+
+class LLMError(RuntimeError):
+    """The model cannot be loaded or reached; the message says what to do."""
+
+
+class Message(TypedDict):
+    role: str
+    content: str
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the KV cache (not evaluated)
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class Reply:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    ms: float = 0.0
+    model: str = ""
+    finish_reason: str = ""
+    data: Any = None  # parsed JSON when a schema was given and the text parsed
+
+
+TokenSink = Callable[[str], None]
+
+
+class LLM(Protocol):
+    model_id: str
+
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict | None = None,
+        max_tokens: int = 512,
+        phase: str = "answer",
+        on_token: TokenSink | None = None,
+    ) -> Reply: ...
+
+
+CallSink = Callable[[LLMCallRecord], None]
+
+
+class RecordingLLM:
+    """Wraps a backend and reports every call (phase, tokens, ms) to the sinks."""
+
+    def __init__(self, inner: LLM, sinks: list[CallSink] | None = None):
+        self.inner = inner
+        self.sinks: list[CallSink] = list(sinks or [])
+        self._local = threading.local()
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def chat(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int = 512,
+             phase: str = "answer", on_token: TokenSink | None = None) -> Reply:
+        try:
+            reply = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, phase=phase, on_token=on_token)
+        except LLMError as exc:
+            self._emit(LLMCallRecord(phase, self.model_id, 0, 0, 0.0, ok=False, error=str(exc)[:500]))
+            raise
+        self._emit(LLMCallRecord(phase, reply.model or self.model_id, reply.usage.prompt_tokens,
+                                 reply.usage.completion_tokens, reply.ms, cached_tokens=reply.usage.cached_tokens))
+        return reply
+
+    def _emit(self, record: LLMCallRecord) -> None:
+        for sink in self.sinks:
+            sink(record)
+        for sink in getattr(self._local, "scoped", []):
+            sink(record)
+
+    def scoped(self, sink: CallSink) -> "_Scope":
+        """Within the block, this thread's calls also go to ``sink`` (e.g. one query's trace)."""
+        return _Scope(self, sink)
+
+
+class _Scope:
+    def __init__(self, llm: RecordingLLM, sink: CallSink):
+        self.llm, self.sink = llm, sink
+
+    def __enter__(self) -> None:
+        stack = getattr(self.llm._local, "scoped", None)
+        if stack is None:
+            stack = self.llm._local.scoped = []
+        stack.append(self.sink)
+
+    def __exit__(self, *exc: object) -> None:
+        self.llm._local.scoped.remove(self.sink)

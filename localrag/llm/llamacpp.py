@@ -1,0 +1,105 @@
+"""In-process llama.cpp backend (llama-cpp-python): JSON schema -> grammar, streaming, usage."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from pathlib import Path
+
+from localrag.config import LLMSettings
+from localrag.llm.base import LLMError, Message, Reply, TokenSink, Usage
+from localrag.llm.discovery import check_gguf
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """llama.cpp writes model-load chatter straight to fd 2; keep the terminal clean."""
+    try:
+        fd = os.dup(2)
+    except OSError:
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(fd, 2)
+        os.close(fd)
+        os.close(devnull)
+
+
+class LlamaCppLLM:
+    def __init__(self, path: Path, settings: LLMSettings):
+        check_gguf(path)
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise LLMError(f"llama-cpp-python is not installed ({exc}); run `make install`") from exc
+        self.path = path
+        self.model_id = path.stem
+        self.settings = settings
+        self._lock = threading.Lock()
+        threads = settings.n_threads or (os.cpu_count() or 2)
+        try:
+            with _quiet_stderr():
+                self._llm = Llama(
+                    model_path=str(path), n_ctx=settings.n_ctx, n_threads=threads, n_threads_batch=threads,
+                    n_gpu_layers=settings.n_gpu_layers, seed=settings.seed, verbose=False, flash_attn=True,
+                )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise LLMError(
+                f"llama.cpp could not load {path}: {exc}. The file may be truncated or corrupt "
+                "(compare its size and checksum with the source), or need a newer llama-cpp-python."
+            ) from exc
+
+    @property
+    def n_ctx(self) -> int:
+        return self._llm.n_ctx()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def chat(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int = 512,
+             phase: str = "answer", on_token: TokenSink | None = None) -> Reply:
+        kwargs: dict = {"temperature": self.settings.temperature, "max_tokens": max_tokens, "seed": self.settings.seed}
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        with self._lock:
+            before = self._llm.n_tokens
+            prev = list(self._llm._input_ids[:before]) if before else []
+            started = time.perf_counter()
+            try:
+                if on_token is None:
+                    out = self._llm.create_chat_completion(messages=list(messages), **kwargs)
+                    text = out["choices"][0]["message"].get("content") or ""
+                    finish = out["choices"][0].get("finish_reason") or ""
+                    usage = Usage(out["usage"]["prompt_tokens"], out["usage"]["completion_tokens"])
+                else:
+                    text, finish, n_out = "", "", 0
+                    for chunk in self._llm.create_chat_completion(messages=list(messages), stream=True, **kwargs):
+                        choice = chunk["choices"][0]
+                        piece = choice.get("delta", {}).get("content") or ""
+                        if piece:
+                            text += piece
+                            n_out += 1
+                            on_token(piece)
+                        finish = choice.get("finish_reason") or finish
+                    total = self._llm.n_tokens
+                    usage = Usage(max(0, total - n_out), n_out)
+            except ValueError as exc:  # e.g. prompt longer than the context window
+                raise LLMError(f"{self.model_id}: {exc}") from exc
+            ms = (time.perf_counter() - started) * 1000
+            usage.cached_tokens = _common_prefix(prev, list(self._llm._input_ids[: usage.prompt_tokens]))
+        return Reply(text=text, usage=usage, ms=ms, model=self.model_id, finish_reason=finish)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n

@@ -1,0 +1,104 @@
+"""Typed records shared by the store, ingestion, retrieval and the UIs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Document:
+    id: int
+    path: str  # relative to the notes folder, POSIX separators
+    size: int
+    mtime_ns: int
+    sha256: str
+    kind: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: int
+    doc_id: int
+    path: str
+    title: str
+    ordinal: int
+    heading: str
+    text: str
+    sha256: str
+    start_line: int
+    end_line: int
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+    detail: str
+
+
+@dataclass
+class ScoredPassage:
+    passage: Passage
+    score: float
+    source: str = ""  # which retriever / step put it here
+
+
+@dataclass
+class LLMCallRecord:
+    phase: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: float
+    ok: bool = True
+    error: str = ""
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class Trace:
+    """What a strategy did: named steps with data, plus the LLM calls it made."""
+
+    strategy: str
+    steps: list[dict] = field(default_factory=list)
+    calls: list[LLMCallRecord] = field(default_factory=list)
+    ms: float = 0.0
+
+    def step(self, name: str, **data: object) -> None:
+        self.steps.append({"step": name, **data})
+
+    def tokens_by_phase(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for call in self.calls:
+            out[call.phase] = out.get(call.phase, 0) + call.total_tokens
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "strategy": self.strategy,
+            "ms": round(self.ms, 2),
+            "steps": self.steps,
+            "calls": [c.__dict__ | {"total_tokens": c.total_tokens} for c in self.calls],
+            "tokens_by_phase": self.tokens_by_phase(),
+        }
+
+
+@dataclass
+class Retrieval:
+    """Ranked passages with scores and a trace: every strategy returns this."""
+
+    query: str
+    passages: list[ScoredPassage]
+    trace: Trace
+
+    def top(self, k: int) -> list[ScoredPassage]:
+        return self.passages[:k]

@@ -1,0 +1,25 @@
+"""Dense retrieval: sqlite-vec KNN over passage embeddings."""
+
+from __future__ import annotations
+
+from localrag.records import Retrieval, Trace
+from localrag.retrieve.base import Context, Timer, register, scored
+
+
+def dense_ranked(ctx: Context, text: str, k: int) -> list[tuple[int, float]]:
+    vec = ctx.embedder.encode_one(text)
+    return ctx.store.vectors.knn(vec, k)
+
+
+class Dense:
+    name = "dense"
+
+    def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
+        trace = Trace(self.name)
+        with Timer(trace):
+            ranked = dense_ranked(ctx, query, k)
+            trace.step("knn", k=k, hits=len(ranked))
+            return Retrieval(query, scored(ctx, ranked, "dense"), trace)
+
+
+register("dense", Dense)

@@ -1,0 +1,107 @@
+"""SQLite connections with sqlite-vec loaded, WAL mode and a busy timeout.
+
+The stdlib driver is used when it can load extensions; many Python builds (this
+project's CI among them) cannot, so a DB-API drop-in that can is used instead:
+pysqlite3 (Linux x86_64 wheels) or sqlean.py (all platforms).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3 as _stdlib_sqlite3
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class StoreError(RuntimeError):
+    """The index database cannot be opened or used."""
+
+
+def _can_load_extensions(module: ModuleType) -> bool:
+    try:
+        conn = module.connect(":memory:")
+    except Exception:
+        return False
+    try:
+        return hasattr(conn, "enable_load_extension")
+    finally:
+        conn.close()
+
+
+_DRIVER: ModuleType | None = None
+
+
+def driver() -> ModuleType:
+    """The DB-API module used for every connection (chosen once per process)."""
+    global _DRIVER
+    if _DRIVER is not None:
+        return _DRIVER
+    candidates: list[ModuleType] = [_stdlib_sqlite3]
+    for name in ("pysqlite3.dbapi2", "sqlean"):
+        try:
+            candidates.append(importlib.import_module(name))
+        except ImportError:
+            continue
+    for module in candidates:
+        if _can_load_extensions(module):
+            _DRIVER = module
+            return module
+    raise StoreError(
+        "no SQLite driver here can load extensions (needed for sqlite-vec): "
+        "install pysqlite3-binary (Linux x86_64) or sqlean-py"
+    )
+
+
+def driver_name() -> str:
+    mod = driver()
+    return f"{mod.__name__} (SQLite {mod.sqlite_version})"
+
+
+def _load_vec(conn: Any) -> None:
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:
+        conn.enable_load_extension(False)
+
+
+def connect(path: str | Path, *, readonly: bool = False) -> Any:
+    """Open ``path`` with sqlite-vec loaded, WAL journal, foreign keys and busy timeout."""
+    mod = driver()
+    target = str(path)
+    if target != ":memory:":
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    uri = f"file:{target}?mode=ro" if readonly else None
+    try:
+        conn = mod.connect(
+            uri or target,
+            uri=readonly,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,  # explicit BEGIN/COMMIT: one transaction per file
+            check_same_thread=False,
+        )
+    except mod.Error as exc:
+        raise StoreError(f"cannot open index database {target}: {exc}") from exc
+    try:
+        _load_vec(conn)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not readonly and target != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except mod.DatabaseError as exc:
+        conn.close()
+        raise StoreError(
+            f"{target} is not a usable localrag index ({exc}); "
+            "run `localrag doctor --repair` to rebuild it from your documents"
+        ) from exc
+    return conn
+
+
+def vec_version(conn: Any) -> str:
+    return str(conn.execute("SELECT vec_version()").fetchone()[0])

@@ -1,0 +1,188 @@
+"""The index database: one SQLite file, migrations, transactions, table groups."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from localrag.store.connection import StoreError, connect, driver
+from localrag.store.schema import MIGRATIONS
+
+APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from foreign ones
+
+
+class Store:
+    """Owns the connection; feature tables are reached through small accessors."""
+
+    def __init__(self, path: str | Path, *, dim: int, embedder_id: str, readonly: bool = False):
+        self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        self.dim = dim
+        self.embedder_id = embedder_id
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.conn = connect(path, readonly=readonly)
+        if not readonly:
+            self._check_foreign()
+            self._migrate()
+        self._check_embedder()
+        from localrag.store.calls import CallLog
+        from localrag.store.documents import Documents
+        from localrag.store.lexical import LexicalIndex
+        from localrag.store.vectors import PassageVectors
+
+        self.docs = Documents(self)
+        self.vectors = PassageVectors(self)
+        self.lexical = LexicalIndex(self)
+        self.calls = CallLog(self)
+
+    # -- plumbing -----------------------------------------------------------------
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        with self._lock:
+            return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        with self._lock:
+            return self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple]:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Any = ()) -> tuple | None:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchone()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT; nested uses join the outer transaction."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self.conn.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self.conn.execute("COMMIT")
+
+    def _begin(self) -> None:
+        # busy_timeout covers most waits; retry for the rare immediate-lock upgrade miss.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except driver().OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    # -- meta ---------------------------------------------------------------------
+    def get_meta(self, key: str, default: str = "") -> str:
+        row = self.one("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def schema_version(self) -> int:
+        row = self.one("SELECT MAX(version) FROM schema_migrations")
+        return int(row[0] or 0) if row else 0
+
+    def size_bytes(self) -> int:
+        if str(self.path) == ":memory:":
+            return 0
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+    def integrity_check(self) -> str:
+        return str(self.one("PRAGMA integrity_check")[0])
+
+    # -- set-up -------------------------------------------------------------------
+    def _check_foreign(self) -> None:
+        mod = driver()
+        try:
+            app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except mod.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path} is damaged or not an SQLite database ({exc}); "
+                "run `localrag doctor --repair` to rebuild the index from your documents"
+            ) from exc
+        if tables and app_id != APP_ID:
+            raise StoreError(
+                f"{self.path} is an SQLite database that localrag did not create; "
+                "point --db elsewhere or move it away"
+            )
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)"
+            )
+            self.conn.execute(f"PRAGMA application_id = {APP_ID}")
+            done = {r[0] for r in self.conn.execute("SELECT version FROM schema_migrations")}
+            for migration in MIGRATIONS:
+                if migration.version in done:
+                    continue
+                for statement in _split_sql(migration.sql(self.dim)):
+                    self.conn.execute(statement)
+                self.conn.execute(
+                    "INSERT INTO schema_migrations(version, name, applied) VALUES(?, ?, ?)",
+                    (migration.version, migration.name, time.time()),
+                )
+                if migration.version == 1:
+                    self.conn.execute("INSERT INTO meta(key, value) VALUES('embedder', ?)", (self.embedder_id,))
+                    self.conn.execute("INSERT INTO meta(key, value) VALUES('dim', ?)", (str(self.dim),))
+
+    def _check_embedder(self) -> None:
+        stored = self.get_meta("embedder")
+        if stored and stored != self.embedder_id:
+            raise StoreError(
+                f"{self.path} was built with embedder {stored!r}, not {self.embedder_id!r}; "
+                "run `localrag doctor --repair` to rebuild it with the current one"
+            )
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a DDL script into statements, keeping trigger bodies whole."""
+    out: list[str] = []
+    buf: list[str] = []
+    in_trigger = False
+    for line in script.strip().splitlines():
+        if not line.strip():
+            continue
+        buf.append(line)
+        upper = line.strip().upper()
+        if upper.startswith("CREATE TRIGGER"):
+            in_trigger = True
+        if in_trigger:
+            if upper == "END;":
+                out.append("\n".join(buf))
+                buf, in_trigger = [], False
+        elif line.rstrip().endswith(";"):
+            out.append("\n".join(buf))
+            buf = []
+    if buf:
+        out.append("\n".join(buf))
+    return out

@@ -1,0 +1,146 @@
+"""Documents, passages and skipped files."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from localrag.records import Document, Passage, SkippedFile
+
+if TYPE_CHECKING:
+    from localrag.store.db import Store
+
+_PASSAGE_COLS = (
+    "p.id, p.doc_id, d.path, d.title, p.ordinal, p.heading, p.text, p.sha256, p.start_line, p.end_line"
+)
+
+
+@dataclass(frozen=True)
+class NewPassage:
+    ordinal: int
+    heading: str
+    text: str
+    sha256: str
+    start_line: int
+    end_line: int
+    tokens: int
+
+
+class Documents:
+    def __init__(self, store: "Store"):
+        self.s = store
+
+    # -- documents ------------------------------------------------------------
+    def all(self) -> dict[str, Document]:
+        rows = self.s.query("SELECT id, path, size, mtime_ns, sha256, kind, title FROM documents")
+        return {r[1]: Document(*r) for r in rows}
+
+    def get(self, path: str) -> Document | None:
+        row = self.s.one("SELECT id, path, size, mtime_ns, sha256, kind, title FROM documents WHERE path = ?", (path,))
+        return Document(*row) if row else None
+
+    def by_id(self, doc_id: int) -> Document | None:
+        row = self.s.one("SELECT id, path, size, mtime_ns, sha256, kind, title FROM documents WHERE id = ?", (doc_id,))
+        return Document(*row) if row else None
+
+    def insert(self, path: str, size: int, mtime_ns: int, sha256: str, kind: str, title: str) -> int:
+        cur = self.s.execute(
+            "INSERT INTO documents(path, size, mtime_ns, sha256, kind, title, indexed_at) VALUES(?,?,?,?,?,?,?)",
+            (path, size, mtime_ns, sha256, kind, title, time.time()),
+        )
+        return int(cur.lastrowid)
+
+    def update(self, doc_id: int, *, path: str, size: int, mtime_ns: int, sha256: str, title: str) -> None:
+        self.s.execute(
+            "UPDATE documents SET path = ?, size = ?, mtime_ns = ?, sha256 = ?, title = ?, indexed_at = ? WHERE id = ?",
+            (path, size, mtime_ns, sha256, title, time.time(), doc_id),
+        )
+        # the title is part of each passage's lexical row
+        self.s.execute(
+            "UPDATE passages_fts SET title = ? WHERE rowid IN (SELECT id FROM passages WHERE doc_id = ?)",
+            (title, doc_id),
+        )
+
+    def touch(self, doc_id: int, size: int, mtime_ns: int) -> None:
+        self.s.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
+
+    def delete(self, doc_id: int) -> None:
+        self.s.execute("DELETE FROM passages WHERE doc_id = ?", (doc_id,))
+        self.s.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def count(self) -> int:
+        return int(self.s.one("SELECT COUNT(*) FROM documents")[0])
+
+    # -- passages -------------------------------------------------------------
+    def passage_hashes(self, doc_id: int) -> list[tuple[int, str, int]]:
+        """(id, sha256, ordinal) of a document's passages."""
+        return [tuple(r) for r in self.s.query("SELECT id, sha256, ordinal FROM passages WHERE doc_id = ? ORDER BY ordinal", (doc_id,))]
+
+    def insert_passage(self, doc_id: int, title: str, p: NewPassage) -> int:
+        cur = self.s.execute(
+            "INSERT INTO passages(doc_id, ordinal, heading, text, sha256, start_line, end_line, tokens) VALUES(?,?,?,?,?,?,?,?)",
+            (doc_id, p.ordinal, p.heading, p.text, p.sha256, p.start_line, p.end_line, p.tokens),
+        )
+        pid = int(cur.lastrowid)
+        self.s.execute("INSERT INTO passages_fts(rowid, title, heading, text) VALUES(?,?,?,?)", (pid, title, p.heading, p.text))
+        return pid
+
+    def move_passage(self, passage_id: int, p: NewPassage) -> None:
+        """Same text, new place in the document (ordinal and line range)."""
+        self.s.execute(
+            "UPDATE passages SET ordinal = ?, heading = ?, start_line = ?, end_line = ? WHERE id = ?",
+            (p.ordinal, p.heading, p.start_line, p.end_line, passage_id),
+        )
+
+    def delete_passages(self, ids: Iterable[int]) -> None:
+        self.s.executemany("DELETE FROM passages WHERE id = ?", [(i,) for i in ids])
+
+    def passages(self, ids: Sequence[int]) -> list[Passage]:
+        """Passages by id, in the order given (missing ids are left out)."""
+        if not ids:
+            return []
+        found: dict[int, Passage] = {}
+        for chunk_start in range(0, len(ids), 500):
+            chunk = list(ids[chunk_start:chunk_start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.s.query(
+                f"SELECT {_PASSAGE_COLS} FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.id IN ({marks})", chunk
+            ):
+                found[row[0]] = Passage(*row)
+        return [found[i] for i in ids if i in found]
+
+    def passages_of(self, path: str) -> list[Passage]:
+        rows = self.s.query(
+            f"SELECT {_PASSAGE_COLS} FROM passages p JOIN documents d ON d.id = p.doc_id WHERE d.path = ? ORDER BY p.ordinal",
+            (path,),
+        )
+        return [Passage(*r) for r in rows]
+
+    def all_passage_ids(self) -> list[int]:
+        return [r[0] for r in self.s.query("SELECT id FROM passages ORDER BY id")]
+
+    def passage_count(self) -> int:
+        return int(self.s.one("SELECT COUNT(*) FROM passages")[0])
+
+    def passage_rows(self) -> list[tuple]:
+        """(id, doc_id, ordinal, sha256, start_line, end_line) of every passage: for tests and checks."""
+        return [tuple(r) for r in self.s.query("SELECT id, doc_id, ordinal, sha256, start_line, end_line FROM passages ORDER BY id")]
+
+    # -- skipped files ----------------------------------------------------------
+    def record_skip(self, path: str, size: int, mtime_ns: int, reason: str, detail: str) -> None:
+        self.s.execute(
+            "INSERT INTO skipped(path, size, mtime_ns, reason, detail, at) VALUES(?,?,?,?,?,?) "
+            "ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, "
+            "reason = excluded.reason, detail = excluded.detail, at = excluded.at",
+            (path, size, mtime_ns, reason, detail, time.time()),
+        )
+
+    def skip_state(self) -> dict[str, tuple[int, int]]:
+        return {r[0]: (r[1], r[2]) for r in self.s.query("SELECT path, size, mtime_ns FROM skipped")}
+
+    def clear_skip(self, path: str) -> None:
+        self.s.execute("DELETE FROM skipped WHERE path = ?", (path,))
+
+    def skipped(self) -> list[SkippedFile]:
+        return [SkippedFile(*r) for r in self.s.query("SELECT path, reason, detail FROM skipped ORDER BY path")]

@@ -1,0 +1,41 @@
+"""FTS5 BM25 search over passages (title, heading, text)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from localrag.store.db import Store
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Common English words that only add noise to an OR query.
+_STOP = frozenset(
+    "a an and are as at be by did do does for from had has have he her his how i in is it its of on or she "
+    "that the their them they this to was were what when where which who whom whose why will with you your "
+    "than then there these those into about after before".split()
+)
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 OR-query of the text's words, each quoted (so no user text is FTS syntax)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    terms = [w for w in words if w not in _STOP] or words
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(terms))
+
+
+class LexicalIndex:
+    def __init__(self, store: "Store"):
+        self.s = store
+
+    def search(self, text: str, k: int) -> list[tuple[int, float]]:
+        """(passage id, BM25 score, higher is better), best first."""
+        query = fts_query(text)
+        if not query:
+            return []
+        rows = self.s.query(
+            "SELECT rowid, bm25(passages_fts, 2.0, 1.0, 1.0) AS score FROM passages_fts "
+            "WHERE passages_fts MATCH ? ORDER BY score LIMIT ?",
+            (query, k),
+        )
+        return [(int(r[0]), -float(r[1])) for r in rows]
