@@ -19,6 +19,7 @@ class Citation:
     number: int
     passage: Passage
     cited: bool  # the answer text refers to it (otherwise it was context only)
+    inferred: bool = False  # the model gave no marker; attributed by word overlap
 
     @property
     def location(self) -> str:
@@ -54,7 +55,7 @@ class Answer:
             "answer": self.text,
             "strategy": self.strategy,
             "citations": [
-                {"n": c.number, "cited": c.cited, "path": c.passage.path, "start_line": c.passage.start_line,
+                {"n": c.number, "cited": c.cited, "inferred": c.inferred, "path": c.passage.path, "start_line": c.passage.start_line,
                  "end_line": c.passage.end_line, "location": c.location}
                 for c in self.citations
             ],
@@ -92,10 +93,41 @@ def strip_invalid_citations(text: str, limit: int) -> str:
     return _CITE.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= limit else "", text)
 
 
+_WORD = re.compile(r"[A-Za-z0-9]{3,}")
+_COMMON = frozenset("the and for with that this from was were are has have had not but its into what which who "
+                    "when where how does did their there they them about notes passage passages answer".split())
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)} - _COMMON
+
+
+def attribute(text: str, passages: list[Passage], min_overlap: float = 0.3) -> list[int]:
+    """Passages (1-based) whose words best cover an answer that carries no [n] markers.
+
+    Small models often answer correctly but cite nothing; a user still needs to see where
+    the answer came from, so the best-covering passage is cited and marked as inferred.
+    """
+    words = _content_words(text)
+    if not words:
+        return []
+    scores = []
+    for i, p in enumerate(passages, start=1):
+        overlap = len(words & _content_words(f"{p.title} {p.text}")) / len(words)
+        scores.append((overlap, -i, i))
+    scores.sort(reverse=True)
+    best = scores[0] if scores else None
+    if best is None or best[0] < min_overlap:
+        return []
+    return [i for overlap, _, i in scores if overlap >= best[0] - 1e-9][:2]
+
+
 def build_citations(text: str, passages: list[Passage]) -> list[Citation]:
     cited = cited_numbers(text, len(passages))
-    order = cited + [i for i in range(1, len(passages) + 1) if i not in cited]
-    return [Citation(n, passages[n - 1], n in cited) for n in order]
+    inferred: list[int] = [] if cited else attribute(text, passages)
+    first = cited or inferred
+    order = first + [i for i in range(1, len(passages) + 1) if i not in first]
+    return [Citation(n, passages[n - 1], n in first, inferred=n in inferred) for n in order]
 
 
 def short_answer(text: str) -> str:

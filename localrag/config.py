@@ -35,6 +35,9 @@ class IndexSettings:
     # graph extraction: "llm" (constrained, grounded), "rules" (no model), "llm+rules" (rules as fallback)
     extractor: str = "llm+rules"
     extract_max_tokens: int = 1024
+    # folder watcher: a change batch is synced after this much quiet, and at the latest after max_wait
+    watch_debounce_ms: int = 500
+    watch_max_wait_ms: int = 5000
 
 
 @dataclass

@@ -1,0 +1,88 @@
+"""`localrag ask "question"`: retrieve, answer with citations (streamed), or print JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from localrag.commands.common import console, err_console, settings_from
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("ask", parents=[common], help="ask a question about your notes",
+                       description="Answer a question from the indexed notes, citing passages as [1], [2] … "
+                       "(path:lines). The folder is synced first (cheap when nothing changed).")
+    p.add_argument("question")
+    p.add_argument("-f", "--folder", default=".", help="notes folder (default: current folder)")
+    p.add_argument("--strategy", help="retriever: auto (default), dense, lexical, hybrid, ppr, neuropath, remind")
+    p.add_argument("-k", "--top-k", type=int, default=None, help="passages to retrieve")
+    p.add_argument("--json", action="store_true", help="print answer, citations, passages, LLM calls, tokens, timings, trace")
+    p.add_argument("--trace", action="store_true", help="print how the passages were found")
+    p.add_argument("--no-answer", action="store_true", help="retrieve only, no LLM answer")
+    p.add_argument("--no-sync", action="store_true", help="do not update the index before answering")
+    p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from localrag.api import Assistant, Index
+    from localrag.store.lock import LockBusy
+
+    extra = {"memory.enabled": False} if args.no_memory else {}
+    settings = settings_from(args, args.folder, **extra)
+    if not settings.db_path.exists() and args.no_sync:
+        console.print(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
+        return 1
+    index = Index(settings)
+    try:
+        if not args.no_sync:
+            try:
+                index.sync(wait_s=0)
+            except LockBusy as exc:
+                err_console.print(f"[dim]{exc}; answering from the index as it is[/]")
+        assistant = Assistant(index)
+        streaming = not args.json and not args.no_answer
+        if streaming:
+            assistant.llm()  # load the model before the question is echoed, so errors come first
+        answer = assistant.ask(
+            args.question, strategy=args.strategy, k=args.top_k, answer=not args.no_answer,
+            on_token=(lambda t: (sys.stdout.write(t), sys.stdout.flush())) if streaming else None,
+        )
+    finally:
+        index.close()
+    if args.json:
+        print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
+        return 0
+    if streaming:
+        sys.stdout.write("\n")
+    print_sources(answer, retrieved_only=args.no_answer)
+    if args.trace:
+        from localrag.commands.trace_view import print_trace
+
+        print_trace(answer)
+    print_cost(answer)
+    return 0
+
+
+def print_sources(answer, retrieved_only: bool = False) -> None:
+    console.print()
+    if retrieved_only:
+        for i, sp in enumerate(answer.retrieval.passages, start=1):
+            console.print(f"[bold]{i:>2}.[/] {sp.passage.location}  [dim]{sp.score:.3f} {sp.source}[/]")
+        return
+    for c in answer.citations:
+        style = "bold" if c.cited else "dim"
+        mark = " (attributed by word overlap)" if c.inferred else ("" if c.cited else " (context, not cited)")
+        console.print(f"[{style}][{c.number}] {c.location}[/]{mark}  [dim]{c.passage.title}[/]")
+
+
+def print_cost(answer) -> None:
+    phases = ", ".join(f"{k} {v:,}" for k, v in answer.tokens_by_phase().items())
+    seconds = (answer.retrieve_ms + answer.answer_ms) / 1000
+    line = f"{answer.strategy} · {len(answer.calls)} LLM calls · {answer.tokens:,} tokens"
+    line += f" ({phases})" if phases else ""
+    line += f" · {seconds:.1f} s"
+    console.print(f"[dim]{line}[/]")
+    for note in answer.notes:
+        console.print(f"[dim]{note}[/]")

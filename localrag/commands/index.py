@@ -1,0 +1,89 @@
+"""`localrag index DIR`: the fast phase (embed) then the graph phase, with progress bars."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from localrag.commands.common import add_folder, console, settings_from
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("index", parents=[common], help="index a notes folder (incremental)",
+                       description="Index a folder: load, chunk and embed changed files (fast), then build the "
+                       "knowledge graph from the extraction queue (slow, resumable).")
+    add_folder(p, required=True)
+    p.add_argument("--no-graph", action="store_true", help="only the fast phase (dense and lexical search)")
+    p.add_argument("--extractor", choices=["llm", "rules", "llm+rules"], help="graph extractor (default from config)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def progress_bar(quiet: bool = False) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+        console=console, disable=quiet, transient=False,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from localrag.api import Index
+
+    extra = {"index.extractor": args.extractor} if args.extractor else {}
+    settings = settings_from(args, args.folder, **extra)
+    index = Index(settings)
+    try:
+        with progress_bar(args.quiet) as bar:
+            scan = bar.add_task("files", total=None, rate="")
+            embed = bar.add_task("embedded", total=None, rate="", visible=False)
+
+            def on_sync(ev) -> None:
+                if ev.phase == "scan":
+                    bar.update(scan, completed=ev.done, total=ev.total or None)
+                elif ev.phase == "embed":
+                    bar.update(embed, visible=True, completed=ev.done, total=ev.total,
+                               rate=_rate(bar, embed, "passages"))
+                elif ev.phase == "remove":
+                    bar.update(scan, description="removing", completed=ev.done, total=ev.total)
+
+            report = index.sync(progress=on_sync)
+            bar.update(scan, completed=1, total=1)
+            if report.embedded:
+                bar.update(embed, completed=report.embedded, total=report.embedded)
+        console.print(
+            f"{report.files_seen} files: {report.added} added, {report.updated} changed, {report.moved} moved, "
+            f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped · "
+            f"passages +{report.passages_added} −{report.passages_removed} (kept {report.passages_kept}) · "
+            f"embedded {report.embedded}, reused {report.vectors_reused} · {report.seconds:.1f}s"
+        )
+        for s in report.skipped:
+            console.print(f"  [yellow]skipped[/] {s.path}: {s.reason} — {s.detail}")
+        if not args.no_graph and hasattr(index, "extract_graph") and settings.index.extractor != "none":
+            _graph_phase(index, args.quiet)
+    finally:
+        index.close()
+    return 0
+
+
+def _graph_phase(index, quiet: bool) -> None:
+    with progress_bar(quiet) as bar:
+        task = bar.add_task("graph", total=None, rate="")
+
+        def on_graph(ev) -> None:
+            bar.update(task, completed=ev.done, total=ev.total, rate=_rate(bar, task, "passages") +
+                       (f" · {ev.failed} failed" if ev.failed else ""))
+
+        report = index.extract_graph(progress=on_graph)
+    console.print(
+        f"graph: {report.passages} passages extracted, +{report.facts_added} facts, "
+        f"{report.failed} failed, {report.fallback} by rules fallback, {report.llm_calls} LLM calls, {report.seconds:.1f}s"
+    )
+
+
+def _rate(bar: Progress, task_id, unit: str) -> str:
+    task = bar.tasks[task_id] if isinstance(task_id, int) and task_id < len(bar.tasks) else None
+    if task is None or not task.speed:
+        return ""
+    return f"{task.speed:.1f} {unit}/s"

@@ -1,0 +1,69 @@
+"""`localrag status`: documents, passages, graph, skipped files, model, DB size."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.table import Table
+
+from localrag.commands.common import add_folder, console, human_bytes, settings_from
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("status", parents=[common], help="what is indexed, what was skipped and why")
+    add_folder(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from localrag.api import Index
+    from localrag.llm.base import LLMError
+    from localrag.llm.discovery import discover
+
+    settings = settings_from(args, args.folder)
+    if not settings.db_path.exists():
+        console.print(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
+        return 1
+    index = Index(settings)
+    try:
+        st = index.status()
+    finally:
+        index.close()
+    try:
+        choice = discover(settings.llm.model)
+        model = f"{choice.path} ({choice.source})"
+    except LLMError as exc:
+        model = f"none: {exc}"
+    if settings.llm.url:
+        model = f"{settings.llm.url_model or '(first listed)'} at {settings.llm.url}"
+    if args.json:
+        print(json.dumps({
+            "folder": st.folder, "db": st.db_path, "db_bytes": st.db_bytes, "documents": st.documents,
+            "passages": st.passages, "embedded": st.embedded, "embedder": st.embedder, "model": model,
+            "schema_version": st.schema_version, "graph": st.extra,
+            "skipped": [{"path": s.path, "reason": s.reason, "detail": s.detail} for s in st.skipped],
+        }, indent=2))
+        return 0
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("folder", st.folder)
+    t.add_row("index", f"{st.db_path} ({human_bytes(st.db_bytes)}, schema v{st.schema_version})")
+    t.add_row("documents", str(st.documents))
+    t.add_row("passages", f"{st.passages} ({st.embedded} embedded with {st.embedder})")
+    for key, value in st.extra.items():
+        t.add_row(key.replace("_", " "), str(value))
+    t.add_row("model", model)
+    t.add_row("skipped", str(len(st.skipped)))
+    console.print(t)
+    if st.skipped:
+        s = Table(title="skipped files", title_justify="left")
+        s.add_column("path")
+        s.add_column("reason", style="yellow")
+        s.add_column("detail")
+        for row in st.skipped:
+            s.add_row(row.path, row.reason, row.detail)
+        console.print(s)
+    return 0
