@@ -24,6 +24,8 @@ def common_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-url", help="OpenAI-compatible server base URL (llama.cpp server, vLLM, Ollama)")
     p.add_argument("--llm-model", help="model name on the server given by --llm-url")
     p.add_argument("--concurrency", type=int, help="requests in flight for graph extraction with a served model")
+    p.add_argument("--index-model", help="model for graph extraction only: a GGUF path (in process) or a model "
+                   "name on --llm-url (default: the same model as answers)")
     return p
 
 

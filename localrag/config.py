@@ -54,7 +54,9 @@ class LLMSettings:
     url_model: str = ""
     api_key_env: str = "LOCALRAG_API_KEY"
     timeout_s: float = 120.0
+    connect_timeout_s: float = 10.0  # a served model's host that does not answer fails this fast
     retries: int = 3
+    retry_backoff_s: float = 0.5  # first retry waits ~this, doubling each time (with jitter)
     concurrency: int = 4
     # optional per-role models (extraction vs tracking/answers), GGUF paths or server model names
     index_model: str = ""
@@ -206,4 +208,8 @@ def load_settings(
     _apply(settings, nested, "")
     if settings.memory.penalty not in {"intended", "off"}:
         raise ConfigError("memory.penalty must be 'intended' or 'off'")
+    if settings.llm.concurrency < 1:
+        raise ConfigError(f"llm.concurrency (--concurrency) must be at least 1, got {settings.llm.concurrency}")
+    if settings.llm.retries < 0:
+        raise ConfigError(f"llm.retries must be 0 or more, got {settings.llm.retries}")
     return settings

@@ -102,3 +102,35 @@ class Retrieval:
 
     def top(self, k: int) -> list[ScoredPassage]:
         return self.passages[:k]
+
+
+@dataclass(frozen=True)
+class Triple:
+    """A normalised (head, relation, tail) before it is stored; origin says who produced it."""
+
+    head: str
+    relation: str
+    tail: str
+    origin: str = "llm"  # "llm" | "rules" | "link"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A stored fact: entity ids and their names."""
+
+    id: int
+    head: int
+    relation: str
+    tail: int
+    head_name: str
+    tail_name: str
+
+
+@dataclass(frozen=True)
+class GraphCounts:
+    entities: int
+    facts: int
+    coref_pairs: int
+    mentions: int
+    queued: int
+    failed: int

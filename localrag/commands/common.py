@@ -25,6 +25,7 @@ def settings_from(args: argparse.Namespace, folder: str | None = None, **extra: 
         "llm.url": getattr(args, "llm_url", None),
         "llm.url_model": getattr(args, "llm_model", None),
         "llm.concurrency": getattr(args, "concurrency", None),
+        "llm.index_model": getattr(args, "index_model", None),
     }
     overrides.update(extra)
     return load_settings(folder if folder is not None else getattr(args, "folder", None) or ".",

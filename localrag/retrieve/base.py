@@ -32,6 +32,7 @@ class Strategy(Protocol):
 
 
 _REGISTRY: dict[str, Callable[[], Strategy]] = {}
+_LOADED = False
 
 
 def register(name: str, factory: Callable[[], Strategy]) -> None:
@@ -39,8 +40,10 @@ def register(name: str, factory: Callable[[], Strategy]) -> None:
 
 
 def _load_builtin() -> None:
-    if _REGISTRY:
+    global _LOADED
+    if _LOADED:
         return
+    _LOADED = True
     from localrag.retrieve import dense, hybrid, lexical  # noqa: F401  (they register themselves)
 
     for optional in ("localrag.retrieve.ppr", "localrag.retrieve.neuropath", "localrag.retrieve.remind"):

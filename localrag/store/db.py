@@ -23,6 +23,7 @@ class Store:
         self.embedder_id = embedder_id
         self._lock = threading.RLock()
         self._depth = 0
+        self.before_commit: list = []  # callables run inside each outermost transaction, just before COMMIT
         self.conn = connect(path, readonly=readonly)
         if not readonly:
             self._check_foreign()
@@ -30,6 +31,7 @@ class Store:
         self._check_embedder()
         from localrag.store.calls import CallLog
         from localrag.store.documents import Documents
+        from localrag.store.graph import Graph
         from localrag.store.lexical import LexicalIndex
         from localrag.store.vectors import PassageVectors
 
@@ -37,6 +39,7 @@ class Store:
         self.vectors = PassageVectors(self)
         self.lexical = LexicalIndex(self)
         self.calls = CallLog(self)
+        self.graph = Graph(self)
 
     # -- plumbing -----------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> Any:
@@ -70,6 +73,8 @@ class Store:
             self._depth = 1
             try:
                 yield
+                for hook in self.before_commit:
+                    hook()
             except BaseException:
                 self._depth = 0
                 self.conn.execute("ROLLBACK")

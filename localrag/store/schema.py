@@ -84,7 +84,114 @@ CREATE TABLE queries(
 """
 
 
+def _graph(dim: int) -> str:
+    """NeuroPath's static index (ALGORITHMS.md b.1) with provenance and exact garbage collection.
+
+    Deleting a passage cascades to its fact_sources and mentions; the triggers then delete
+    facts nothing supports, entities nothing mentions, their vectors and coref rows. Entities
+    that had a deleted entity as alias are queued in coref_dirty and recomputed before the
+    same transaction commits (Graph.refresh_dirty_coref). Other tables keyed by fact ids
+    (edge memories) clean up with their own AFTER DELETE ON facts trigger.
+    """
+    return f"""
+CREATE TABLE entities(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE entity_vec USING vec0(embedding float[{dim}] distance_metric=cosine);
+CREATE TABLE coref(entity INTEGER NOT NULL, alias INTEGER NOT NULL, sim REAL NOT NULL, PRIMARY KEY(entity, alias));
+CREATE INDEX coref_alias ON coref(alias);
+CREATE TABLE coref_dirty(entity INTEGER PRIMARY KEY);
+CREATE TABLE facts(
+  id INTEGER PRIMARY KEY,
+  head INTEGER NOT NULL REFERENCES entities(id),
+  relation TEXT NOT NULL,
+  tail INTEGER NOT NULL REFERENCES entities(id),
+  UNIQUE(head, relation, tail)
+);
+CREATE INDEX facts_tail ON facts(tail);
+CREATE TABLE fact_sources(
+  fact INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+  passage INTEGER NOT NULL REFERENCES passages(id) ON DELETE CASCADE,
+  origin TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(fact, passage)
+);
+CREATE INDEX fact_sources_passage ON fact_sources(passage);
+CREATE TABLE mentions(
+  entity INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  passage INTEGER NOT NULL REFERENCES passages(id) ON DELETE CASCADE,
+  PRIMARY KEY(entity, passage)
+);
+CREATE INDEX mentions_passage ON mentions(passage);
+CREATE TABLE extractions(
+  passage_sha TEXT NOT NULL,
+  model TEXT NOT NULL,
+  prompt_version TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY(passage_sha, model, prompt_version)
+);
+CREATE TABLE graph_queue(
+  passage INTEGER PRIMARY KEY REFERENCES passages(id) ON DELETE CASCADE,
+  priority INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX graph_queue_order ON graph_queue(priority DESC, passage);
+CREATE TABLE extraction_failures(
+  passage INTEGER PRIMARY KEY REFERENCES passages(id) ON DELETE CASCADE,
+  reason TEXT NOT NULL,
+  fallback INTEGER NOT NULL DEFAULT 0,
+  model TEXT NOT NULL DEFAULT '',
+  at REAL NOT NULL
+);
+CREATE TABLE graph_state(id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+INSERT INTO graph_state(id, version) VALUES(1, 0);
+INSERT INTO graph_queue(passage, priority) SELECT p.id, d.mtime_ns FROM passages p JOIN documents d ON d.id = p.doc_id;
+CREATE TRIGGER graph_enqueue AFTER INSERT ON passages BEGIN
+  INSERT OR REPLACE INTO graph_queue(passage, priority)
+    SELECT new.id, d.mtime_ns FROM documents d WHERE d.id = new.doc_id;
+END;
+CREATE TRIGGER graph_retitle AFTER UPDATE OF title ON documents WHEN old.title <> new.title BEGIN
+  INSERT OR REPLACE INTO graph_queue(passage, priority) SELECT id, new.mtime_ns FROM passages WHERE doc_id = new.id;
+END;
+CREATE TRIGGER graph_fact_source_gone AFTER DELETE ON fact_sources BEGIN
+  DELETE FROM facts WHERE id = old.fact AND NOT EXISTS (SELECT 1 FROM fact_sources WHERE fact = old.fact);
+END;
+CREATE TRIGGER graph_fact_added AFTER INSERT ON facts BEGIN
+  UPDATE graph_state SET version = version + 1 WHERE id = 1;
+END;
+CREATE TRIGGER graph_fact_gone AFTER DELETE ON facts BEGIN
+  UPDATE graph_state SET version = version + 1 WHERE id = 1;
+  DELETE FROM entities WHERE id IN (old.head, old.tail)
+    AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.head = entities.id)
+    AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.tail = entities.id)
+    AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity = entities.id);
+END;
+CREATE TRIGGER graph_mention_added AFTER INSERT ON mentions BEGIN
+  UPDATE graph_state SET version = version + 1 WHERE id = 1;
+END;
+CREATE TRIGGER graph_mention_gone AFTER DELETE ON mentions BEGIN
+  UPDATE graph_state SET version = version + 1 WHERE id = 1;
+  DELETE FROM entities WHERE id = old.entity
+    AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity = old.entity)
+    AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.head = old.entity)
+    AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.tail = old.entity);
+END;
+CREATE TRIGGER graph_entity_gone AFTER DELETE ON entities BEGIN
+  DELETE FROM entity_vec WHERE rowid = old.id;
+  INSERT OR IGNORE INTO coref_dirty(entity) SELECT entity FROM coref WHERE alias = old.id AND entity <> old.id;
+  DELETE FROM coref WHERE entity = old.id;
+  DELETE FROM coref WHERE alias = old.id;
+  DELETE FROM coref_dirty WHERE entity = old.id;
+END;
+CREATE TRIGGER graph_coref_added AFTER INSERT ON coref BEGIN
+  UPDATE graph_state SET version = version + 1 WHERE id = 1;
+END;
+CREATE TRIGGER graph_coref_gone AFTER DELETE ON coref BEGIN
+  UPDATE graph_state SET version = version + 1 WHERE id = 1;
+END;
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
+    Migration(2, "graph", _graph),
 ]
 

@@ -1,0 +1,197 @@
+"""What a benchmark run produces: per-question records, per-strategy summaries, the JSON file.
+
+Records carry a ``round`` label so a multi-round protocol (memory replay: same /
+different / similar questions) is the same data with more labels; summaries are
+grouped by (strategy, round).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from localrag.bench.metrics import mean, percentile
+
+RECALL_KS = (2, 5)
+RESULT_VERSION = 1
+
+
+@dataclass
+class QuestionRecord:
+    id: str
+    question: str
+    strategy: str
+    gold_doc_ids: list[int]
+    retrieved_doc_ids: list[int]  # distinct documents in rank order (passages merged at their best rank)
+    recall: dict[str, float]  # "2" -> recall@2, "5" -> recall@5
+    round: str = ""  # "" for a single pass; memory rounds label theirs
+    passages_retrieved: int = 0
+    answer: str = ""
+    prediction: str = ""  # short_answer(answer): what EM/F1 score
+    gold_answers: list[str] = field(default_factory=list)
+    em: float | None = None
+    f1: float | None = None
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls_by_phase: dict[str, int] = field(default_factory=dict)
+    tokens_by_phase: dict[str, int] = field(default_factory=dict)
+    retrieve_ms: float = 0.0
+    answer_ms: float = 0.0
+    ms: float = 0.0
+    error: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class StrategySummary:
+    strategy: str
+    round: str
+    questions: int
+    errors: int
+    recall: dict[str, float | None]
+    em: float | None
+    f1: float | None
+    llm_calls_per_q: float
+    tokens_per_q: float
+    prompt_tokens_per_q: float
+    completion_tokens_per_q: float
+    tokens_by_phase_per_q: dict[str, float]
+    ms_p50: float
+    ms_p95: float
+    retrieve_ms_p50: float
+
+
+def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
+    """One summary per (strategy, round), in first-seen order."""
+    groups: dict[tuple[str, str], list[QuestionRecord]] = {}
+    for r in records:
+        groups.setdefault((r.strategy, r.round), []).append(r)
+    out: list[StrategySummary] = []
+    for (strategy, round_label), rows in groups.items():
+        n = len(rows)
+        ks = sorted({k for r in rows for k in r.recall}, key=int)
+        phases = sorted({p for r in rows for p in r.tokens_by_phase})
+        out.append(StrategySummary(
+            strategy=strategy,
+            round=round_label,
+            questions=n,
+            errors=sum(1 for r in rows if r.error),
+            recall={k: mean(r.recall.get(k) for r in rows) for k in ks},
+            em=mean(r.em for r in rows),
+            f1=mean(r.f1 for r in rows),
+            llm_calls_per_q=sum(r.llm_calls for r in rows) / n,
+            tokens_per_q=sum(r.tokens for r in rows) / n,
+            prompt_tokens_per_q=sum(r.prompt_tokens for r in rows) / n,
+            completion_tokens_per_q=sum(r.completion_tokens for r in rows) / n,
+            tokens_by_phase_per_q={p: sum(r.tokens_by_phase.get(p, 0) for r in rows) / n for p in phases},
+            ms_p50=percentile([r.ms for r in rows], 50),
+            ms_p95=percentile([r.ms for r in rows], 95),
+            retrieve_ms_p50=percentile([r.retrieve_ms for r in rows], 50),
+        ))
+    return out
+
+
+@dataclass
+class ReferenceRow:
+    """A recall figure not produced by localrag, printed beside ours for comparison."""
+
+    name: str
+    source: str
+    questions: int
+    recall: dict[str, float]
+
+
+@dataclass
+class IndexInfo:
+    work_dir: str
+    notes_dir: str
+    db_path: str
+    documents: int
+    passages: int
+    notes_written: int
+    sync_seconds: float
+    sync_changed: bool
+    graph: str = ""  # what was done about the graph (extracted, not available, not needed)
+
+
+@dataclass
+class MachineInfo:
+    cpus: int
+    load_before: list[float]
+    load_after: list[float] = field(default_factory=list)
+    python: str = ""
+    platform: str = ""
+
+
+def machine_info() -> MachineInfo:
+    return MachineInfo(os.cpu_count() or 0, [round(x, 2) for x in os.getloadavg()],
+                       python=platform.python_version(), platform=platform.platform(terse=True))
+
+
+@dataclass
+class BenchResult:
+    dataset: str
+    data_dir: str
+    ids_file: str
+    questions: int
+    corpus_passages: int
+    strategies: list[str]
+    k: int
+    depth: int
+    answer: bool
+    command: str
+    created: str
+    index: IndexInfo
+    machine: MachineInfo
+    model: str = ""
+    missing_ids: list[str] = field(default_factory=list)
+    reference: list[ReferenceRow] = field(default_factory=list)
+    summaries: list[StrategySummary] = field(default_factory=list)
+    records: list[QuestionRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    version: int = RESULT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def load_result(path: Path) -> BenchResult:
+    """Read a result file written by :meth:`BenchResult.write` (unknown keys are ignored)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ValueError(f"result file {path} not found") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a readable JSON result file ({exc})") from exc
+    if not isinstance(data, dict) or "summaries" not in data or "dataset" not in data:
+        raise ValueError(f"{path} is not a localrag bench result (no dataset / summaries)")
+    try:
+        data["index"] = _build(IndexInfo, data["index"])
+        data["machine"] = _build(MachineInfo, data["machine"])
+        data["reference"] = [_build(ReferenceRow, r) for r in data.get("reference", [])]
+        data["summaries"] = [_build(StrategySummary, s) for s in data["summaries"]]
+        data["records"] = [_build(QuestionRecord, r) for r in data.get("records", [])]
+        return _build(BenchResult, data)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: result file has an unexpected shape ({exc})") from exc

@@ -1,0 +1,201 @@
+"""Run a data set's questions through localrag's real pipeline and score them.
+
+``prepare_index`` materialises the corpus as notes and syncs them into an index (an
+unchanged corpus costs ~nothing on a re-run); ``run_questions`` asks a list of
+questions of one Assistant with one strategy and returns a record per question. A
+multi-round protocol (ask, ask the same again, ask others: memory replay) is a loop
+over ``run_questions`` with a different ``round_label`` and question list each time.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import inspect
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from localrag.answer import short_answer
+from localrag.api import Assistant, Index
+from localrag.bench.data import Dataset, Question, default_work_dir, doc_id_of, materialise
+from localrag.bench.metrics import exact_match, f1_score, recall_at_k
+from localrag.bench.reference import references
+from localrag.bench.results import (
+    RECALL_KS, BenchResult, IndexInfo, QuestionRecord, machine_info, summarise,
+)
+from localrag.config import load_settings
+from localrag.embed import Embedder
+from localrag.ingest.sync import Progress
+from localrag.records import LLMCallRecord
+from localrag.retrieve import strategy_names
+
+# strategies that read the knowledge graph: the index must extract it first
+GRAPH_STRATEGIES = ("ppr", "neuropath", "remind")
+
+
+@dataclass
+class RunOptions:
+    k: int = 5  # the largest recall cut-off reported (recall@2 and @5 always)
+    depth: int = 0  # passages asked of the retriever; 0 = 2·k, so merged passages still leave k documents
+    answer: bool = False  # generate a short answer with the LLM and score EM/F1
+
+    @property
+    def retrieval_depth(self) -> int:
+        return self.depth or 2 * self.k
+
+    @property
+    def recall_ks(self) -> tuple[int, ...]:
+        return tuple(sorted({*RECALL_KS, self.k}))
+
+
+@dataclass
+class BenchSpec:
+    dataset: Dataset
+    strategies: list[str]
+    options: RunOptions = field(default_factory=RunOptions)
+    work_dir: Path | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)  # settings flags (model, llm url, ...)
+    command: str = ""
+    env: dict[str, str] | None = None  # settings environment; None = os.environ
+
+
+RecordSink = Callable[[QuestionRecord], None]
+ProgressSink = Callable[[Progress], None]
+
+
+class BenchError(ValueError):
+    """The benchmark cannot run as asked (unknown strategy, bad option)."""
+
+
+def check_strategies(names: Sequence[str]) -> list[str]:
+    known = strategy_names()
+    wanted = [n.strip() for n in names if n.strip()]
+    unknown = [n for n in wanted if n not in known]
+    if unknown or not wanted:
+        raise BenchError(f"unknown strategy {', '.join(unknown) or '(none)'}; choose from: {', '.join(known)}")
+    return list(dict.fromkeys(wanted))
+
+
+def prepare_index(dataset: Dataset, work_dir: Path, overrides: dict[str, Any], embedder: Embedder | None = None,
+                  progress: ProgressSink | None = None, env: dict[str, str] | None = None) -> tuple[Index, IndexInfo]:
+    """Notes for the corpus under ``work_dir/notes``, indexed into ``work_dir/index.db``."""
+    notes_dir = work_dir / "notes"
+    written = materialise(dataset.corpus, notes_dir)
+    settings = load_settings(notes_dir, {**overrides, "db": str(work_dir / "index.db")}, env=env)
+    index = Index(settings, embedder)
+    report = index.sync(progress)
+    status = index.status()
+    info = IndexInfo(str(work_dir), str(notes_dir), str(settings.db_path), status.documents, status.passages,
+                     written.written, round(report.seconds, 3), report.changed)
+    return index, info
+
+
+def ensure_graph(index: Index, strategies: Sequence[str], progress: ProgressSink | None = None) -> str:
+    """Extract the knowledge graph when a strategy reads it and the Index can build one."""
+    if not any(s in GRAPH_STRATEGIES for s in strategies):
+        return "not needed"
+    extract = getattr(index, "extract_graph", None)
+    if extract is None:
+        return "not available: this Index has no extract_graph (graph strategies use whatever graph exists)"
+    started = time.perf_counter()
+    if progress is not None and "progress" in inspect.signature(extract).parameters:
+        outcome = extract(progress=progress)
+    else:
+        outcome = extract()
+    return f"extracted in {time.perf_counter() - started:.1f} s" + (f": {outcome}" if outcome else "")
+
+
+def _calls_summary(calls: Sequence[LLMCallRecord]) -> tuple[int, int, dict[str, int], dict[str, int]]:
+    by_calls: dict[str, int] = {}
+    by_tokens: dict[str, int] = {}
+    for c in calls:
+        by_calls[c.phase] = by_calls.get(c.phase, 0) + 1
+        by_tokens[c.phase] = by_tokens.get(c.phase, 0) + c.total_tokens
+    return (sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls), by_calls, by_tokens)
+
+
+def ask_one(assistant: Assistant, question: Question, strategy: str, options: RunOptions, round_label: str = "") -> QuestionRecord:
+    """One question: retrieval (and the short answer with ``options.answer``), scored. Never raises."""
+    record = QuestionRecord(question.id, question.question, strategy, list(question.gold_doc_ids), [], {},
+                            round=round_label, gold_answers=list(question.answers))
+    started = time.perf_counter()
+    try:
+        if options.answer:
+            result = assistant.ask(question.question, strategy=strategy, k=options.retrieval_depth, short=True)
+            retrieval, calls = result.retrieval, result.calls
+            record.answer = result.text
+            record.prediction = short_answer(result.text)
+            record.em = exact_match(record.prediction, question.answers)
+            record.f1 = f1_score(record.prediction, question.answers)
+            record.retrieve_ms, record.answer_ms = result.retrieve_ms, result.answer_ms
+        else:
+            retrieval = assistant.retrieve(question.question, strategy, options.retrieval_depth)
+            calls = retrieval.trace.calls
+            record.retrieve_ms = (time.perf_counter() - started) * 1000
+    except Exception as exc:  # one bad question is a recorded failure, never the end of the run
+        record.error = f"{type(exc).__name__}: {exc}"[:500]
+        record.recall = {str(k): 0.0 for k in options.recall_ks} if question.gold_doc_ids else {}
+        if options.answer:
+            record.em = record.f1 = 0.0
+        record.ms = (time.perf_counter() - started) * 1000
+        return record
+    record.ms = (time.perf_counter() - started) * 1000
+    ranked = [doc_id_of(sp.passage.path) for sp in retrieval.passages]
+    record.passages_retrieved = len(ranked)
+    distinct = list(dict.fromkeys(d for d in ranked if d is not None))
+    record.retrieved_doc_ids = distinct[:options.retrieval_depth]
+    for k in options.recall_ks:
+        value = recall_at_k(distinct, question.gold_doc_ids, k)
+        if value is not None:
+            record.recall[str(k)] = value
+    record.prompt_tokens, record.completion_tokens, record.calls_by_phase, record.tokens_by_phase = _calls_summary(calls)
+    record.llm_calls = len(calls)
+    return record
+
+
+def run_questions(assistant: Assistant, questions: Sequence[Question], strategy: str, options: RunOptions,
+                  round_label: str = "", on_record: RecordSink | None = None) -> list[QuestionRecord]:
+    """Ask every question with one strategy; the unit a memory-round protocol repeats."""
+    records: list[QuestionRecord] = []
+    for q in questions:
+        record = ask_one(assistant, q, strategy, options, round_label)
+        records.append(record)
+        if on_record is not None:
+            on_record(record)
+    return records
+
+
+def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = None,
+              on_record: RecordSink | None = None, on_progress: ProgressSink | None = None) -> BenchResult:
+    strategies = check_strategies(spec.strategies)
+    if spec.options.k < 1:
+        raise BenchError("--k must be at least 1")
+    machine = machine_info()
+    work_dir = (spec.work_dir or default_work_dir(spec.dataset)).expanduser().resolve()
+    index, info = prepare_index(spec.dataset, work_dir, spec.overrides, embedder, on_progress, spec.env)
+    try:
+        info.graph = ensure_graph(index, strategies, on_progress)
+        assistant = Assistant(index, llm=llm)
+        records: list[QuestionRecord] = []
+        for strategy in strategies:
+            records += run_questions(assistant, spec.dataset.questions, strategy, spec.options, on_record=on_record)
+        model = assistant.model_source if spec.options.answer or any(r.llm_calls for r in records) else ""
+    finally:
+        index.close()
+    machine.load_after = [round(x, 2) for x in os.getloadavg()]
+    notes = []
+    if spec.dataset.missing_ids:
+        notes.append(f"{len(spec.dataset.missing_ids)} ids of {spec.dataset.ids_file} are not questions of this set")
+    errors = sum(1 for r in records if r.error)
+    if errors:
+        notes.append(f"{errors} question(s) failed; their error is in the record and they score 0")
+    return BenchResult(
+        dataset=spec.dataset.name, data_dir=str(spec.dataset.folder), ids_file=spec.dataset.ids_file,
+        questions=len(spec.dataset.questions), corpus_passages=len(spec.dataset.corpus), strategies=strategies,
+        k=spec.options.k, depth=spec.options.retrieval_depth, answer=spec.options.answer, command=spec.command,
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), index=info, machine=machine,
+        model=model, missing_ids=spec.dataset.missing_ids, reference=references(spec.dataset),
+        summaries=summarise(records), records=records, notes=notes,
+    )

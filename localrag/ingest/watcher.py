@@ -1,0 +1,314 @@
+"""Keep an index in step with its folder while the user works.
+
+``FolderWatcher`` turns watchdog's event stream into debounced *change batches*: events
+are coalesced until the folder has been quiet for ``index.watch_debounce_ms`` (or
+``watch_max_wait_ms`` has passed since the first event, so a folder that never settles is
+still synced). ``AutoIndexer`` owns the only writer thread: it syncs once at start, then
+after every batch, and runs the slow graph phase whenever nothing newer is waiting.
+Both the TUI (in a Textual thread worker) and ``localrag watch`` use it.
+
+A sync is always a full incremental sync (stat-diffed, cheap) rather than a per-path
+update: a batch can miss events (editors that save via rename, folders moved in whole),
+and the sync is correct whatever the events said.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from localrag.config import IndexSettings
+from localrag.ingest.sync import Progress, SyncReport
+from localrag.ingest.walker import STATE_DIR, is_candidate, is_ignored
+
+# another process (a CLI `localrag index`) may hold the writer lock: wait a little, then retry later
+LOCK_WAIT_S = 2.0
+LOCK_RETRY_S = 5.0
+# events that never change a file's content
+_IGNORED_EVENTS = {"opened", "closed_no_write"}
+
+
+@dataclass
+class ChangeBatch:
+    """Coalesced file-system events: which paths changed, and how."""
+
+    paths: set[str] = field(default_factory=set)  # POSIX paths relative to the folder
+    created: int = 0
+    modified: int = 0
+    deleted: int = 0
+    moved: int = 0
+    first_at: float = 0.0  # monotonic time of the first event
+    last_at: float = 0.0
+
+    @property
+    def events(self) -> int:
+        return self.created + self.modified + self.deleted + self.moved
+
+    def merge(self, other: "ChangeBatch") -> None:
+        self.paths |= other.paths
+        self.created += other.created
+        self.modified += other.modified
+        self.deleted += other.deleted
+        self.moved += other.moved
+        self.first_at = min(self.first_at or other.first_at, other.first_at or self.first_at)
+        self.last_at = max(self.last_at, other.last_at)
+
+    def describe(self, limit: int = 3) -> str:
+        kinds = [f"{n} {name}" for n, name in ((self.created, "created"), (self.modified, "modified"),
+                                               (self.deleted, "deleted"), (self.moved, "moved")) if n]
+        names = sorted(self.paths)
+        shown = ", ".join(names[:limit]) + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+        return f"{', '.join(kinds) or 'no events'}: {shown}" if names else ", ".join(kinds) or "no events"
+
+
+def relevant_path(root: Path, path: str, settings: IndexSettings, is_directory: bool) -> str | None:
+    """The relative path if an event on ``path`` can change the index, else None."""
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        return None
+    if rel in ("", "."):
+        return None
+    parts = rel.split("/")
+    if parts[0] == STATE_DIR or any(p.startswith(".") for p in parts):
+        return None
+    if is_directory:
+        return None if is_ignored(rel, settings.ignore) or is_ignored(rel + "/", settings.ignore) else rel
+    return rel if is_candidate(rel, settings.extensions, settings.ignore) else None
+
+
+class FolderWatcher:
+    """A watchdog observer whose events arrive as debounced ``ChangeBatch`` callbacks."""
+
+    def __init__(self, folder: Path, settings: IndexSettings, on_batch: Callable[[ChangeBatch], None],
+                 *, debounce_s: float | None = None, max_wait_s: float | None = None):
+        self.root = Path(folder).resolve()
+        self.settings = settings
+        self.on_batch = on_batch
+        self.debounce_s = settings.watch_debounce_ms / 1000 if debounce_s is None else debounce_s
+        self.max_wait_s = settings.watch_max_wait_ms / 1000 if max_wait_s is None else max_wait_s
+        self._pending: ChangeBatch | None = None
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._observer: Any = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        watcher = self
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:  # watchdog's thread
+                watcher.handle(event.event_type, os.fsdecode(event.src_path),
+                               os.fsdecode(getattr(event, "dest_path", "") or ""), event.is_directory)
+
+        self._observer = Observer()
+        self._observer.schedule(_Handler(), str(self.root), recursive=True)
+        self._observer.daemon = True
+        self._observer.start()
+        self._thread = threading.Thread(target=self._debounce_loop, name="localrag-watch-debounce", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FolderWatcher":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- events --------------------------------------------------------------------
+    def handle(self, kind: str, src: str, dest: str = "", is_directory: bool = False) -> None:
+        """Record one event (public so tests and other sources can feed it)."""
+        if kind in _IGNORED_EVENTS:
+            return
+        rels = [r for r in (relevant_path(self.root, p, self.settings, is_directory) for p in (src, dest) if p) if r]
+        if not rels:
+            return
+        now = time.monotonic()
+        with self._cond:
+            batch = self._pending
+            if batch is None:
+                batch = self._pending = ChangeBatch(first_at=now)
+            batch.paths.update(rels)
+            batch.last_at = now
+            if kind == "created":
+                batch.created += 1
+            elif kind == "deleted":
+                batch.deleted += 1
+            elif kind == "moved":
+                batch.moved += 1
+            else:  # modified, closed (after a write)
+                batch.modified += 1
+            self._cond.notify_all()
+
+    def _debounce_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped:
+                    batch = self._pending
+                    if batch is None:
+                        self._cond.wait()
+                        continue
+                    now = time.monotonic()
+                    due = min(batch.last_at + self.debounce_s, batch.first_at + self.max_wait_s)
+                    if now >= due:
+                        self._pending = None
+                        break
+                    self._cond.wait(timeout=due - now)
+                if self._stopped:
+                    return
+            try:
+                self.on_batch(batch)
+            except Exception:  # a failing consumer must not kill the watcher
+                pass
+
+
+@dataclass
+class IndexCycle:
+    """One round of AutoIndexer work: what triggered it and what the sync (and graph) did."""
+
+    trigger: ChangeBatch | None  # None: the start-up (or resume) sync
+    sync: SyncReport | None = None
+    graph: Any = None  # kg.builder.GraphReport once the graph phase exists
+    error: str = ""
+    stopped: bool = False  # interrupted by pause or shutdown; the next cycle continues
+
+
+SyncProgressFn = Callable[[Progress], None]
+GraphProgressFn = Callable[[Any], None]
+
+
+class AutoIndexer:
+    """Index once, then keep the index in step with the folder until stopped.
+
+    Runs in the caller's thread (``run``); every index write happens there, so there is one
+    writer. ``pause`` interrupts the current sync or graph phase at the next file/passage;
+    ``resume`` runs a full sync, which catches up with whatever changed meanwhile.
+    """
+
+    def __init__(self, index: Any, *, on_result: Callable[[IndexCycle], None] | None = None,
+                 on_sync_progress: SyncProgressFn | None = None, on_graph_progress: GraphProgressFn | None = None,
+                 graph: bool = True, watch: bool = True, debounce_s: float | None = None):
+        self.index = index
+        self.on_result = on_result or (lambda cycle: None)
+        self.on_sync_progress = on_sync_progress
+        self.on_graph_progress = on_graph_progress
+        self.graph = graph
+        self.watch = watch
+        self.debounce_s = debounce_s
+        self._queue: queue.Queue[ChangeBatch | None] = queue.Queue()
+        self._paused = threading.Event()
+        self._stop = threading.Event()
+        self.busy = False  # a sync or graph phase is running
+        self.watching = False
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.is_set()
+
+    @property
+    def has_graph_phase(self) -> bool:
+        return self.graph and hasattr(self.index, "extract_graph")
+
+    def pause(self) -> None:
+        self._paused.set()
+
+    def resume(self) -> None:
+        if self._paused.is_set():
+            self._paused.clear()
+            self._queue.put(None)
+
+    def request_sync(self) -> None:
+        self._queue.put(None)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._queue.put(None)
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Blocking loop: start-up sync, then one cycle per change batch, until ``stop``."""
+        outer = stop or threading.Event()
+        stopping = lambda: outer.is_set() or self._stop.is_set()  # noqa: E731
+        watcher = None
+        if self.watch:
+            watcher = FolderWatcher(self.index.folder, self.index.settings.index, self._queue.put,
+                                    debounce_s=self.debounce_s)
+            watcher.start()
+            self.watching = True
+        try:
+            self._queue.put(None)
+            while not stopping():
+                try:
+                    item = self._queue.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                trigger = self._drain(item)
+                if self.paused:
+                    continue  # resume() queues a full sync
+                self.on_result(self._cycle(trigger, stopping))
+        finally:
+            self.watching = False
+            if watcher is not None:
+                watcher.stop()
+
+    # -- internals -------------------------------------------------------------------
+    def _drain(self, first: ChangeBatch | None) -> ChangeBatch | None:
+        """Everything queued now, merged: one sync covers it all (None: no file events, e.g. start-up)."""
+        merged = first
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return merged
+            if item is not None:
+                if merged is None:
+                    merged = item
+                else:
+                    merged.merge(item)
+
+    def _cycle(self, trigger: ChangeBatch | None, stopping: Callable[[], bool]) -> IndexCycle:
+        from localrag.store.lock import LockBusy
+
+        cycle = IndexCycle(trigger)
+        interrupted = lambda: stopping() or self.paused  # noqa: E731
+        self.busy = True
+        try:
+            cycle.sync = self.index.sync(self.on_sync_progress, interrupted, wait_s=LOCK_WAIT_S)
+            cycle.stopped = interrupted()
+            if self.has_graph_phase and not cycle.stopped:
+                cycle.graph = self._extract(stopping)
+                cycle.stopped = interrupted() or not self._queue.empty()
+        except LockBusy as exc:
+            cycle.error = f"{exc}; retrying in {LOCK_RETRY_S:.0f} s"
+            retry = threading.Timer(LOCK_RETRY_S, self._queue.put, (None,))
+            retry.daemon = True
+            retry.start()
+        except Exception as exc:  # bad input never crashes the watcher: report it
+            cycle.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.busy = False
+        return cycle
+
+    def _extract(self, stopping: Callable[[], bool]) -> Any:
+        # a newer change pre-empts the slow phase: it resumes after that sync
+        graph_stop = lambda: stopping() or self.paused or not self._queue.empty()  # noqa: E731
+        progress = self.on_graph_progress or (lambda p: None)
+        return self.index.extract_graph(progress, graph_stop)

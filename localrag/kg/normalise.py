@@ -1,0 +1,27 @@
+"""Phrase normalisation as NeuroPath does it (ALGORITHMS.md §b.1 step 3, pitfall N8).
+
+Lowercase, every character outside [a-z0-9 ] becomes a space; unlike the released
+code, internal runs of spaces are collapsed, so "St. Maurice" and "st  maurice" are
+one entity.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_OUTSIDE = re.compile(r"[^a-z0-9 ]+")
+_SPACES = re.compile(r"\s+")
+
+
+def normalise_phrase(text: str) -> str:
+    # fold accents first so "Leszczyński" keeps its letters ("leszczynski") instead of losing them
+    folded = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")
+    return _SPACES.sub(" ", _OUTSIDE.sub(" ", folded.lower())).strip()
+
+
+def occurs_in(phrase: str, normalised_text: str) -> bool:
+    """Whole-word occurrence of a normalised phrase in normalised text."""
+    if not phrase:
+        return False
+    return f" {phrase} " in f" {normalised_text} "

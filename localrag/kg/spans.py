@@ -1,0 +1,173 @@
+"""Candidate entity spans found without a model: names, dates, numbers, quoted titles.
+
+Used three ways: the rules extractor builds triples from them, the LLM extractor's
+grammar restricts heads and tails to them (a small model cannot invent a name it is
+not offered), and the `ppr` strategy links query words to graph entities with them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from localrag.kg.normalise import normalise_phrase
+
+MONTHS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December|"
+    "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
+)
+_DATE = re.compile(
+    rf"\b(?:\d{{1,2}}\s+(?:{MONTHS})\.?,?\s+\d{{3,4}}"  # 11 November 875
+    rf"|(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}"  # February 13, 1999
+    rf"|(?:{MONTHS})\s+\d{{4}}"  # November 2023
+    rf"|\d{{4}}-\d{{2}}-\d{{2}})\b"  # 2023-11-05
+)
+_NUMBER = re.compile(r"(?<![\w.])\d{2,}(?:[.,]\d+)*(?:\s?%)?(?![\w])")
+_QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|«([^»\n]{2,80})»")
+# a capitalised word: Name, O'Brien, Hip-Hop, St., II, DJ, Württemberg
+_CAP = r"(?:(?:St|Mr|Mrs|Ms|Dr|Jr|Sr|Mt|Ft)\.|[A-Z]\.|[A-Z][\w'’\-]*)"
+_CONNECT = r"(?:of|the|de|del|della|di|da|van|von|der|den|la|le|du|y|&|for|on|upon|al|el|bin|ibn)"
+_NAME = re.compile(rf"(?<![\w'’]){_CAP}(?:\s+(?:{_CONNECT}\s+)*{_CAP})*")
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]")
+_MDLINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_MARKUP = re.compile(r"(\*\*|__|`|^#{1,6}\s+|^\s*[-*+]\s+|^\s*\d+[.)]\s+|^>\s?)", re.M)
+
+# capitalised words that start sentences without naming anything
+LEADING_STOP = frozenset(
+    "a an in on at he she it they this that these those his her its their after before when while however "
+    "although as with from for by during since also but and or if there here some many most one each both "
+    "other following we you our my your later then thus today yesterday what which who where why how "
+    "according despite because under over between among until unless whether so not no yes".split()
+)
+_SINGLE_STOP = LEADING_STOP | frozenset(
+    "the january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+PRONOUNS = frozenset("he she it they his her its their him them".split())
+_ABBREV = frozenset("st mr mrs ms dr jr sr mt no vs ca c prof gen col lt sgt rev fr inc ltd co corp u.s e.g i.e etc".split())
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str  # as written (markup removed)
+    start: int  # offsets in the cleaned text
+    end: int
+    kind: str  # "name" | "date" | "number" | "quoted" | "title"
+
+    @property
+    def norm(self) -> str:
+        return normalise_phrase(self.text)
+
+
+def clean_markup(text: str) -> str:
+    """Plain prose: link targets dropped (their visible text kept), emphasis and list marks removed."""
+    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
+    text = _MDLINK.sub(lambda m: m.group(1), text)
+    return _MARKUP.sub("", text)
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence; lines are boundaries too (list items, headings)."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for line in text.split("\n"):
+        line_start, line_end = pos, pos + len(line)
+        pos = line_end + 1
+        start = line_start
+        for m in re.finditer(r"[.!?]+[\"”)]?\s+(?=[A-Z\"“(\[0-9])", line):
+            before = line[: m.start()].rsplit(None, 1)
+            word = before[-1].lower().strip("(\"“") if before else ""
+            if word in _ABBREV or (len(word) == 1 and word.isalpha()):
+                continue  # "St. Maurice", "G. Stanley Hall"
+            end = line_start + m.start() + 1
+            if line[start - line_start:end - line_start].strip():
+                out.append((start, end))
+            start = line_start + m.end()
+        if text[start:line_end].strip():
+            out.append((start, line_end))
+    return out
+
+
+def _trim_name(text: str, start: int, at_sentence_start: bool) -> tuple[str, int] | None:
+    """Drop leading function words ("After Lothair" -> "Lothair") and dangling connectors."""
+    words = [(m.group(0), m.start()) for m in re.finditer(r"\S+", text)]
+    while words and words[0][0].lower() in LEADING_STOP:
+        words.pop(0)
+    while words and words[-1][0].lower() in {"the", "of", "and", "&", "for", "on", "in", "upon", "al", "el"}:
+        words.pop()
+    if not words:
+        return None
+    if len(words) == 1:
+        word = words[0][0].rstrip(".")
+        if word.lower() in _SINGLE_STOP or len(word) < 2 or (at_sentence_start and word == "The"):
+            return None
+    first, last = words[0], words[-1]
+    return text[first[1]:last[1] + len(last[0])], start + first[1]
+
+
+def find_spans(text: str, title: str = "") -> list[Span]:
+    """Non-overlapping candidate spans of already cleaned text, in reading order.
+
+    Quoted titles win over dates, dates over names, names over bare numbers.
+    """
+    taken: list[tuple[int, int]] = []
+    spans: list[Span] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= s or a >= e for s, e in taken)
+
+    def add(span_text: str, a: int, b: int, kind: str) -> None:
+        if span_text.strip() and free(a, b) and normalise_phrase(span_text):
+            taken.append((a, b))
+            spans.append(Span(span_text.strip(), a, b, kind))
+
+    for m in _QUOTED.finditer(text):
+        inner = next(g for g in m.groups() if g is not None)
+        if len(inner.split()) <= 12:
+            add(inner, m.start(), m.end(), "quoted")
+    for m in _DATE.finditer(text):
+        add(m.group(0), m.start(), m.end(), "date")
+    for s_start, s_end in sentences(text):
+        sentence = text[s_start:s_end]
+        for m in _NAME.finditer(sentence):
+            at_start = not sentence[: m.start()].strip()
+            trimmed = _trim_name(m.group(0), s_start + m.start(), at_start)
+            if trimmed is not None:
+                name, start = trimmed
+                add(name, start, start + len(name), "name")
+    for m in _NUMBER.finditer(text):
+        add(m.group(0), m.start(), m.end(), "number")
+    if title:
+        at = text.find(title)
+        if at >= 0:
+            add(title, at, at + len(title), "title")
+    spans.sort(key=lambda s: s.start)
+    return spans
+
+
+def candidate_phrases(text: str, title: str = "", limit: int = 40) -> list[str]:
+    """Distinct normalised spans of a passage (title first), at most ``limit``: the grammar's choices."""
+    out: list[str] = []
+    if title and normalise_phrase(title):
+        out.append(normalise_phrase(title))
+    for span in find_spans(clean_markup(text), title):
+        norm = span.norm
+        if norm and norm not in out:
+            out.append(norm)
+    return out[:limit]
+
+
+def wikilinks(text: str) -> list[str]:
+    """Targets of [[wikilinks]] (the note names, before any | alias or # section)."""
+    return [m.group(1).strip() for m in _WIKILINK.finditer(text) if m.group(1).strip()]
+
+
+def markdown_links(text: str) -> list[tuple[str, str]]:
+    """(visible text, target) of Markdown links to local files (URLs and anchors are left out)."""
+    out = []
+    for m in _MDLINK.finditer(text):
+        target = m.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("#"):
+            continue
+        out.append((m.group(1).strip(), target.split("#", 1)[0]))
+    return out

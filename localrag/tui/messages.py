@@ -1,0 +1,58 @@
+"""Messages that worker threads post to the app (``post_message`` is thread-safe)."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from localrag.answer import Answer
+from localrag.api import IndexStatus
+from localrag.ingest.watcher import IndexCycle
+
+
+class IndexCycleDone(Message):
+    """A sync (and graph) cycle finished; ``status`` was read in the worker."""
+
+    def __init__(self, cycle: IndexCycle, status: IndexStatus | None) -> None:
+        super().__init__()
+        self.cycle = cycle
+        self.status = status
+
+
+class AnswerTokens(Message):
+    """New answer text is waiting in the block's buffer (one message per burst, not per token)."""
+
+    def __init__(self, block_id: int) -> None:
+        super().__init__()
+        self.block_id = block_id
+
+
+class AnswerStage(Message):
+    """What the answer worker is doing now: retrieving, loading the model, answering."""
+
+    def __init__(self, block_id: int, text: str) -> None:
+        super().__init__()
+        self.block_id = block_id
+        self.text = text
+
+
+class AnswerFinished(Message):
+    def __init__(self, block_id: int, answer: Answer) -> None:
+        super().__init__()
+        self.block_id = block_id
+        self.answer = answer
+
+
+class AnswerFailed(Message):
+    def __init__(self, block_id: int, error: str) -> None:
+        super().__init__()
+        self.block_id = block_id
+        self.error = error
+
+
+class ModelState(Message):
+    """The LLM is loading / ready / failed (``state``), with a line for the header and status panel."""
+
+    def __init__(self, state: str, detail: str) -> None:
+        super().__init__()
+        self.state = state
+        self.detail = detail

@@ -1,0 +1,54 @@
+from localrag.ingest.chunker import chunk_text, count_tokens
+
+NOTE = """# Garden
+
+Intro paragraph about the garden, which is small but productive.
+
+## Tomatoes
+
+""" + ("Tomatoes need sun and water every day in summer. " * 30) + """
+
+## Beans
+
+Beans climb the north fence.
+"""
+
+
+def test_headings_start_passages_and_line_ranges_are_exact():
+    chunks = chunk_text(NOTE, "markdown", "Garden", 100, 300)
+    lines = NOTE.split("\n")
+    for c in chunks:
+        body = "\n".join(lines[c.start_line - 1:c.end_line])
+        assert c.text.strip() == body.strip()
+    tomato = [c for c in chunks if "Tomatoes need sun" in c.text]
+    assert tomato and all(c.heading.startswith("Garden > Tomatoes") for c in tomato)
+    assert any("Beans climb" in c.text and "Beans" in c.heading for c in chunks)
+
+
+def test_sizes_are_bounded():
+    text = "\n\n".join(f"Paragraph {i}. " + "word " * 60 for i in range(20))
+    chunks = chunk_text(text, "text", "T", 100, 300)
+    assert len(chunks) > 3
+    assert all(count_tokens(c.text) <= 300 for c in chunks)
+    assert all(count_tokens(c.text) >= 100 for c in chunks[:-1])
+
+
+def test_one_huge_line_is_split():
+    text = "x " * 5000
+    chunks = chunk_text(text, "text", "", 100, 300)
+    assert len(chunks) > 5
+    assert all(count_tokens(c.text) <= 600 for c in chunks)
+
+
+def test_embed_text_carries_heading_context_and_hash_changes_with_it():
+    a = chunk_text("# A\n\n## S\n\nsame body text here", "markdown", "A")[0]
+    b = chunk_text("# B\n\n## S\n\nsame body text here", "markdown", "B")[0]
+    assert "A" in a.embed_text.splitlines()[0]
+    assert a.sha256 != b.sha256
+
+
+def test_rst_and_org_headings():
+    rst = chunk_text("Title\n=====\n\nBody one " + "v " * 60 + "\n\nSection\n-------\n\nBody two " + "w " * 60, "rst", "Title")
+    assert any("Section" in c.heading for c in rst)
+    org = chunk_text("* Top\nBody " + "w " * 60 + "\n* Second\nMore text " + "z " * 60, "org", "Doc")
+    assert any("Second" in c.heading for c in org)

@@ -1,0 +1,85 @@
+"""dense / lexical / hybrid over the sample notes (real store + embedder)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from localrag.api import Assistant, Index
+from localrag.records import Retrieval
+from localrag.retrieve import get_strategy, strategy_names
+from localrag.retrieve.hybrid import rrf
+from localrag.store.lexical import fts_query
+
+from conftest import EXAMPLES
+
+
+@pytest.fixture(scope="module")
+def assistant(tmp_path_factory, embedder):
+    import shutil
+
+    from localrag.config import load_settings
+
+    d = tmp_path_factory.mktemp("r") / "notes"
+    shutil.copytree(EXAMPLES, d, ignore=shutil.ignore_patterns(".localrag"))
+    idx = Index(load_settings(d, env={}), embedder)
+    idx.sync()
+    yield Assistant(idx, llm=object())
+    idx.close()
+
+
+QUESTIONS = [json.loads(l) for l in (EXAMPLES.parent / "questions.jsonl").read_text().splitlines() if l.strip()]
+
+
+@pytest.mark.parametrize("name", ["dense", "lexical", "hybrid"])
+def test_strategies_return_the_same_type_and_find_gold_notes(assistant, name):
+    found = 0
+    for q in QUESTIONS:
+        r = assistant.retrieve(q["question"], name, 5)
+        assert isinstance(r, Retrieval) and r.trace.strategy == name
+        assert len(r.passages) <= 5
+        scores = [sp.score for sp in r.passages]
+        assert scores == sorted(scores, reverse=True)
+        if q["gold_files"][0] in {sp.passage.path for sp in r.passages}:
+            found += 1
+    # the first hop's note is named in the question: most must be found in the top 5
+    assert found >= len(QUESTIONS) * 0.6, found
+
+
+def test_hybrid_recall_not_below_dense_or_lexical(assistant):
+    def recall(name):
+        total = 0.0
+        for q in QUESTIONS:
+            paths = {sp.passage.path for sp in assistant.retrieve(q["question"], name, 5).passages}
+            total += len(paths & set(q["gold_files"])) / len(q["gold_files"])
+        return total / len(QUESTIONS)
+
+    dense, lexical, hybrid = recall("dense"), recall("lexical"), recall("hybrid")
+    assert hybrid >= min(dense, lexical)
+
+
+def test_rrf_fuses_by_rank():
+    fused = rrf([[(1, 0.9), (2, 0.8)], [(2, 5.0), (3, 4.0)]], 3)
+    assert [pid for pid, _ in fused] == [2, 1, 3]
+
+
+def test_fts_query_is_safe_for_any_text(assistant):
+    nasty = 'what is "AND" OR NOT near(x) * title:foo ^bar'
+    assert fts_query(nasty) == '"not" OR "near" OR "x" OR "title" OR "foo" OR "bar"'
+    assert fts_query("???") == ""
+    assistant.index.store.lexical.search(nasty, 5)  # no FTS5 syntax error
+
+
+def test_unknown_strategy_lists_choices():
+    with pytest.raises(ValueError, match="dense"):
+        get_strategy("nope")
+    assert {"dense", "lexical", "hybrid"} <= set(strategy_names())
+
+
+def test_dense_fast_path_agrees_with_exact(assistant):
+    store = assistant.index.store
+    q = assistant.index.embedder.encode_one("river town bridge")
+    exact = store.vectors.knn_exact(q, 5)
+    fast = store.vectors.knn_fast(q, 5)
+    assert [p for p, _ in fast] == [p for p, _ in exact]
