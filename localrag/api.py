@@ -6,7 +6,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from localrag.answer import Answer, generate
 from localrag.config import Settings
@@ -17,6 +17,9 @@ from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace
 from localrag.retrieve import Context, get_strategy
 from localrag.store import Store
 from localrag.store.lock import writer_lock
+
+if TYPE_CHECKING:
+    from localrag.kg.builder import GraphProgress, GraphReport
 
 
 class EmptyIndexError(RuntimeError):
@@ -44,6 +47,7 @@ class Index:
         self.settings = settings
         self.embedder = embedder or default_embedder()
         self.store = Store(settings.db_path, dim=self.embedder.dim, embedder_id=self.embedder.id, readonly=readonly)
+        self.store.graph.configure_coref(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
 
     @property
     def folder(self) -> Path:
@@ -57,6 +61,25 @@ class Index:
         with writer_lock(self.settings.db_path, wait_s=wait_s):
             return sync_folder(self.store, self.folder, self.settings.index, self.embedder, progress, should_stop)
 
+    def extract_graph(self, progress: Callable[["GraphProgress"], None] | None = None,
+                      should_stop: Callable[[], bool] | None = None, llm=None) -> "GraphReport":
+        """The graph phase: drain the extraction queue (resumable; one passage per transaction).
+
+        ``llm=None`` loads the configured index model on first need (none with extractor "rules").
+        One graph builder per index at a time; the fast phase (sync) may run alongside it.
+        """
+        from localrag.kg.builder import GraphBuilder
+
+        db = self.settings.db_path
+        with writer_lock(db if str(db) == ":memory:" else Path(str(db) + "-graph")):
+            return GraphBuilder(self.store, self.embedder, self.settings, llm=llm).run(progress, should_stop)
+
+    def graph_figures(self) -> dict[str, int]:
+        """Graph size and extraction state, for `localrag status` and the TUI."""
+        c = self.store.graph.counts()
+        return {"entities": c.entities, "facts": c.facts, "coref_pairs": c.coref_pairs, "mentions": c.mentions,
+                "graph_queue": c.queued, "extraction_failures": c.failed}
+
     def status(self) -> IndexStatus:
         return IndexStatus(
             folder=str(self.folder),
@@ -68,6 +91,7 @@ class Index:
             skipped=self.store.docs.skipped(),
             embedder=self.store.get_meta("embedder"),
             schema_version=self.store.schema_version(),
+            extra=dict(self.graph_figures()),
         )
 
     def close(self) -> None:
@@ -153,7 +177,8 @@ class Assistant:
                     )
         finally:
             self._current.query_id = None
-        result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid)
+        result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
+                        notes=memory_notes(retrieval.trace))
         self.index.store.calls.finish_query(qid, text, result.to_json()["trace"])
         return result
 
@@ -169,5 +194,18 @@ class _null:
         return None
 
 
-def trace_of(answer: Answer) -> Trace:
-    return answer.retrieval.trace
+def memory_notes(trace: Trace) -> list[str]:
+    """'recalled 3 edges, skipped 1 round, ~1,240 tokens saved' from a trace's memory step."""
+    notes = []
+    for step in trace.steps:
+        if step.get("step") != "memory":
+            continue
+        parts = [f"recalled {step.get('recalled_edges', 0)} edges"]
+        if step.get("skipped_rounds"):
+            n = step["skipped_rounds"]
+            parts.append(f"skipped {n} round{'s' if n != 1 else ''}")
+        if step.get("tokens_saved_est"):
+            parts.append(f"~{step['tokens_saved_est']:,} tokens saved")
+        learned = f"learned: +{step.get('enhanced', 0)} / −{step.get('penalised', 0)} edges"
+        notes.append("memory: " + ", ".join(parts) + f"; {learned}")
+    return notes

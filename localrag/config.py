@@ -35,6 +35,11 @@ class IndexSettings:
     # graph extraction: "llm" (constrained, grounded), "rules" (no model), "llm+rules" (rules as fallback)
     extractor: str = "llm+rules"
     extract_max_tokens: int = 1024
+    extract_constrain: bool = True  # grammar: heads/tails must be candidate spans of the passage
+    extract_max_triples: int = 8  # schema maxItems per passage
+    extract_max_spans: int = 40  # candidate spans offered to the grammar
+    extract_retries: int = 1  # repair retries after a rejected reply, then a recorded failure
+    extract_max_attempts: int = 3  # a passage whose extraction keeps raising is recorded as failed
     # folder watcher: a change batch is synced after this much quiet, and at the latest after max_wait
     watch_debounce_ms: int = 500
     watch_max_wait_ms: int = 5000
@@ -72,6 +77,27 @@ class NeuroPathSettings:
     top_k: int = 100
     max_prompt_paths: int = 60
     answer_passages: int = 5
+    # query entities: "llm" (the paper), "rules" (spans, no model), "llm+rules" (grounded LLM, spans if empty)
+    ner: str = "llm+rules"
+    # final ranking: "paths-first" (the paper: path documents, then completion) or "fused"
+    # (reciprocal-rank fusion of path documents with the completion list, so a weak model's
+    # choices cannot push good passages out of the top ranks)
+    merge: str = "paths-first"
+    # completion retriever for query + chain + requirement: "dense" (the paper) or "hybrid"
+    completion: str = "dense"
+    max_valid: int = 8
+    max_expand: int = 4
+
+
+@dataclass
+class GraphSettings:
+    """The `ppr` strategy (HippoRAG-style personalised PageRank over the entity graph)."""
+
+    ppr_damping: float = 0.5  # HippoRAG's restart probability is 1 - damping
+    ppr_query_knn: int = 3  # entities nearest to the whole query added as seeds
+    ppr_span_min_sim: float = 0.75  # a query span links to its nearest entity only this close
+    ppr_knn_min_sim: float = 0.5  # whole-query neighbours below this are not seeds
+    ppr_pool: int = 100  # dense candidates used to break ties and fill the list
 
 
 @dataclass
@@ -80,7 +106,11 @@ class MemorySettings:
     alpha: float = 0.1
     lam: float = 0.5
     penalty: str = "intended"  # "intended" | "off"
-    knn_recall: bool = True
+    knn_recall: bool = True  # also recall edges whose memory is nearest the query (vec0 KNN), not only from seeds
+    knn_k: int = 8
+    max_depth: int = 3  # recall DFS depth from a seed
+    # recalled paths whose weakest read-out reaches this replace path tracking altogether
+    skip_above: float = 0.55
 
 
 @dataclass
@@ -101,6 +131,7 @@ class Settings:
     index: IndexSettings = field(default_factory=IndexSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     neuropath: NeuroPathSettings = field(default_factory=NeuroPathSettings)
+    graph: GraphSettings = field(default_factory=GraphSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     remind: RemindSettings = field(default_factory=RemindSettings)
 
@@ -115,7 +146,7 @@ class Settings:
         return self.folder_path / ".localrag" / "index.db"
 
 
-_SECTIONS = {"index", "llm", "neuropath", "memory", "remind"}
+_SECTIONS = {"index", "llm", "neuropath", "graph", "memory", "remind"}
 
 
 def _coerce(value: Any, current: Any, name: str) -> Any:

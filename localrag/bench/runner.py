@@ -59,6 +59,7 @@ class BenchSpec:
     overrides: dict[str, Any] = field(default_factory=dict)  # settings flags (model, llm url, ...)
     command: str = ""
     env: dict[str, str] | None = None  # settings environment; None = os.environ
+    config_file: str | None = None  # an extra TOML settings file (--config)
 
 
 RecordSink = Callable[[QuestionRecord], None]
@@ -79,11 +80,13 @@ def check_strategies(names: Sequence[str]) -> list[str]:
 
 
 def prepare_index(dataset: Dataset, work_dir: Path, overrides: dict[str, Any], embedder: Embedder | None = None,
-                  progress: ProgressSink | None = None, env: dict[str, str] | None = None) -> tuple[Index, IndexInfo]:
+                  progress: ProgressSink | None = None, env: dict[str, str] | None = None,
+                  config_file: str | None = None) -> tuple[Index, IndexInfo]:
     """Notes for the corpus under ``work_dir/notes``, indexed into ``work_dir/index.db``."""
     notes_dir = work_dir / "notes"
     written = materialise(dataset.corpus, notes_dir)
-    settings = load_settings(notes_dir, {**overrides, "db": str(work_dir / "index.db")}, env=env)
+    settings = load_settings(notes_dir, {**overrides, "db": str(work_dir / "index.db")}, env=env,
+                             config_file=config_file)
     index = Index(settings, embedder)
     report = index.sync(progress)
     status = index.status()
@@ -92,7 +95,7 @@ def prepare_index(dataset: Dataset, work_dir: Path, overrides: dict[str, Any], e
     return index, info
 
 
-def ensure_graph(index: Index, strategies: Sequence[str], progress: ProgressSink | None = None) -> str:
+def ensure_graph(index: Index, strategies: Sequence[str], progress: Callable[[Any], None] | None = None) -> str:
     """Extract the knowledge graph when a strategy reads it and the Index can build one."""
     if not any(s in GRAPH_STRATEGIES for s in strategies):
         return "not needed"
@@ -174,7 +177,8 @@ def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = N
         raise BenchError("--k must be at least 1")
     machine = machine_info()
     work_dir = (spec.work_dir or default_work_dir(spec.dataset)).expanduser().resolve()
-    index, info = prepare_index(spec.dataset, work_dir, spec.overrides, embedder, on_progress, spec.env)
+    index, info = prepare_index(spec.dataset, work_dir, spec.overrides, embedder, on_progress, spec.env,
+                                spec.config_file)
     try:
         info.graph = ensure_graph(index, strategies, on_progress)
         assistant = Assistant(index, llm=llm)

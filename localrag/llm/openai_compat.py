@@ -64,7 +64,7 @@ class OpenAICompatLLM:
             connect_timeout_s=settings.connect_timeout_s,
             policy=RetryPolicy(settings.retries, settings.retry_backoff_s, max_wait_s=settings.timeout_s),
         )
-        self._model = model.strip()
+        self._model = (model or settings.url_model).strip()
         self._lock = threading.Lock()
         self._form = 0  # index into FORMS of the first form to try
         self._stream_usage = True  # send stream_options.include_usage until a server refuses it

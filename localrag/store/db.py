@@ -39,7 +39,13 @@ class Store:
         self.vectors = PassageVectors(self)
         self.lexical = LexicalIndex(self)
         self.calls = CallLog(self)
+        from localrag.store.cache import LLMCache
+
+        self.cache = LLMCache(self)
         self.graph = Graph(self)
+        from localrag.store.memory import EdgeMemory
+
+        self.memory = EdgeMemory(self)
 
     # -- plumbing -----------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> Any:

@@ -190,8 +190,64 @@ END;
 """
 
 
+def _llm_cache(dim: int) -> str:
+    return """
+CREATE TABLE llm_cache(
+  kind TEXT NOT NULL,
+  key TEXT NOT NULL,
+  model TEXT NOT NULL,
+  version TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY(kind, key, model, version)
+);
+"""
+
+
+def _memory(dim: int) -> str:
+    return f"""
+CREATE TABLE edges(
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,
+  a INTEGER NOT NULL,
+  b INTEGER NOT NULL,
+  updates INTEGER NOT NULL DEFAULT 0,
+  norm REAL NOT NULL DEFAULT 0,
+  updated REAL NOT NULL DEFAULT 0,
+  UNIQUE(kind, a, b)
+);
+CREATE INDEX edges_b ON edges(kind, b);
+CREATE VIRTUAL TABLE edge_memory USING vec0(embedding float[{dim}] distance_metric=cosine);
+CREATE TABLE memory_log(
+  id INTEGER PRIMARY KEY,
+  query TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  enhanced INTEGER NOT NULL,
+  penalised INTEGER NOT NULL,
+  penalty TEXT NOT NULL,
+  at REAL NOT NULL
+);
+CREATE TRIGGER memory_edge_gone AFTER DELETE ON edges BEGIN
+  DELETE FROM edge_memory WHERE rowid = old.id;
+END;
+CREATE TRIGGER memory_fact_source_gone AFTER DELETE ON fact_sources BEGIN
+  DELETE FROM edges WHERE kind = 'fact' AND a = old.fact AND b = old.passage;
+END;
+CREATE TRIGGER memory_mention_gone AFTER DELETE ON mentions BEGIN
+  DELETE FROM edges WHERE kind = 'mention' AND a = old.entity AND b = old.passage;
+END;
+CREATE TRIGGER memory_passage_gone AFTER DELETE ON passages BEGIN
+  DELETE FROM edges WHERE kind = 'next' AND (a = old.id OR b = old.id);
+END;
+CREATE TRIGGER memory_passage_moved AFTER UPDATE OF ordinal ON passages WHEN old.ordinal <> new.ordinal BEGIN
+  DELETE FROM edges WHERE kind = 'next' AND (a = old.id OR b = old.id);
+END;
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
+    Migration(3, "llm_cache", _llm_cache),
+    Migration(4, "memory", _memory),
 ]
 

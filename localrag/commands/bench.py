@@ -1,0 +1,211 @@
+"""`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from localrag.commands.common import UserError, console, err_console
+
+DEFAULT_RESULTS = Path("bench-results")
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "bench", parents=[common], help="benchmark retrieval and answers on a QA data set",
+        description="Index a data set's corpus (one note per passage, cached outside the repository) with the "
+        "real pipeline, ask its questions, print recall@2/@5 (and EM/F1 with --answer), LLM calls and tokens "
+        "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table.",
+    )
+    p.add_argument("--data", metavar="DIR", help="data set folder with corpus.jsonl and questions.jsonl")
+    p.add_argument("--strategy", default="dense,lexical,hybrid", metavar="S[,S2...]",
+                   help="strategies, comma-separated (default: dense,lexical,hybrid)")
+    p.add_argument("--ids", metavar="FILE", help="question ids to ask, one a line (e.g. DIR/dev_ids.txt)")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N questions (after --ids)")
+    p.add_argument("--answer", action="store_true", help="also answer with the LLM and score EM/F1")
+    p.add_argument("--k", type=int, default=5, help="largest recall cut-off (recall@2 and @5 are always shown)")
+    p.add_argument("--depth", type=int, default=0, help="passages retrieved per question (default 2·k)")
+    p.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/<dataset>-<time>.json)")
+    p.add_argument("--work", metavar="DIR", help="notes + index cache (default: ~/.cache/localrag/bench/<name>-<hash>)")
+    p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run_bench_command)
+    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table}")
+
+    s = bench_sub.add_parser("scale", help="indexing throughput and query latency on a generated corpus",
+                             description="Generate N varied passages (deterministic), index them without an LLM, "
+                             "time an unchanged re-sync in a fresh process, and time dense / lexical / hybrid "
+                             "queries (p50/p95) and the store's exact vs binary-prefiltered KNN.")
+    s.add_argument("--passages", type=int, default=100_000)
+    s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--seed", type=int, default=7)
+    s.add_argument("--work", metavar="DIR", help="corpus + index (default: ~/.cache/localrag/bench/scale-N-seedS)")
+    s.add_argument("--fresh", action="store_true", help="rebuild the index (to measure indexing again)")
+    s.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/scale-<N>.json)")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=run_scale_command)
+
+    pl = bench_sub.add_parser("plot", help="grouped bars of recall@k per strategy and data set")
+    pl.add_argument("results", nargs="+", metavar="RESULT.json")
+    pl.add_argument("-o", "--output", default="docs/img/recall.png")
+    pl.add_argument("--k", default="5", help="which recall@k to plot (default 5)")
+    pl.add_argument("--no-reference", action="store_true", help="leave out the BM25 reference bars")
+    pl.set_defaults(func=run_plot_command)
+
+    t = bench_sub.add_parser("table", help="print result files as one Markdown table (for docs)")
+    t.add_argument("results", nargs="+", metavar="RESULT.json")
+    t.set_defaults(func=run_table_command)
+
+
+def _wide() -> Console:
+    """Tables keep their columns when stdout is a file or a pipe (logs of long runs)."""
+    return console if console.is_terminal else Console(width=160, highlight=False)
+
+
+def _bar(quiet: bool) -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("ETA"), TimeRemainingColumn(), console=err_console, disable=quiet, transient=True)
+
+
+def _command_line() -> str:
+    return shlex.join(["localrag", *sys.argv[1:]])
+
+
+def _default_out(stem: str) -> Path:
+    return DEFAULT_RESULTS / f"{stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "db", None):
+        raise UserError("bench keeps its own index in --work DIR (index.db); --db is not used here")
+    out = {
+        "llm.model": getattr(args, "model", None),
+        "llm.url": getattr(args, "llm_url", None),
+        "llm.url_model": getattr(args, "llm_model", None),
+        "llm.concurrency": getattr(args, "concurrency", None),
+        "llm.index_model": getattr(args, "index_model", None),
+    }
+    if args.no_memory:
+        out["memory.enabled"] = False
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def run_bench_command(args: argparse.Namespace) -> int:
+    from localrag.bench.data import BenchDataError, load_dataset
+    from localrag.bench.report import print_result
+    from localrag.bench.runner import BenchError, BenchSpec, RunOptions, run_bench
+
+    if not args.data:
+        raise UserError("--data DIR is required (or use `localrag bench scale|plot|table`)")
+    try:
+        dataset = load_dataset(args.data, args.ids, args.limit)
+        spec = BenchSpec(dataset, args.strategy.split(","), RunOptions(args.k, args.depth, args.answer),
+                         Path(args.work) if args.work else None, _overrides(args), _command_line(),
+                         config_file=getattr(args, "config", None))
+        n_runs = len([s for s in spec.strategies if s.strip()]) * len(dataset.questions)
+        with _bar(args.quiet) as bar:
+            sync_task = bar.add_task("indexing corpus", total=None)
+            ask_task = bar.add_task("questions", total=n_runs, visible=False)
+
+            def on_progress(ev) -> None:
+                label = {"embed": "embedding passages", "scan": "reading notes"}.get(getattr(ev, "phase", ""), "graph")
+                bar.update(sync_task, description=label, completed=ev.done, total=ev.total or None)
+
+            def on_record(record) -> None:
+                bar.update(sync_task, visible=False)
+                bar.update(ask_task, visible=True, advance=1, description=f"questions ({record.strategy})")
+
+            result = run_bench(spec, on_record=on_record, on_progress=on_progress)
+    except (BenchDataError, BenchError) as exc:
+        raise UserError(str(exc)) from exc
+    print_result(result, _wide())
+    out = Path(args.out) if args.out else _default_out(f"{result.dataset}-{'+'.join(result.strategies)}")
+    result.write(out)
+    console.print(f"result written to {out}")
+    return 0
+
+
+def run_scale_command(args: argparse.Namespace) -> int:
+    from localrag.bench.scale import run_scale, write_scale_result
+
+    try:
+        with _bar(args.quiet) as bar:
+            task = bar.add_task("indexing", total=None)
+
+            def on_progress(ev) -> None:
+                if ev.phase == "embed":
+                    bar.update(task, description="embedding passages", completed=ev.done, total=ev.total or None)
+
+            result = run_scale(args.passages, args.queries, Path(args.work) if args.work else None, seed=args.seed,
+                               fresh=args.fresh, progress=on_progress,
+                               log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    print_scale(result)
+    out = Path(args.out) if args.out else DEFAULT_RESULTS / f"scale-{args.passages}.json"
+    write_scale_result(result, out)
+    console.print(f"result written to {out}")
+    return 0
+
+
+def print_scale(result) -> None:
+    out = _wide()
+    out.print(
+        f"[bold]{result.indexed_passages:,} passages[/] in {result.files:,} files · indexing "
+        f"{result.passages_per_s:,.1f} passages/s ({result.index_seconds:,.1f} s, measured {result.index_measured}) · "
+        f"unchanged re-sync {result.resync_seconds:.2f} s in a fresh process "
+        f"({result.resync_process_seconds:.2f} s with start-up; {result.resync_in_process_seconds:.2f} s in process) · "
+        f"db {result.db_bytes / 1e6:,.0f} MB"
+    )
+    table = Table(title=f"query latency over {result.query_embed.queries} queries (ms)", title_justify="left")
+    for name in ("what", "p50", "p95", "mean", "source in top 10"):
+        table.add_column(name, justify="left" if name == "what" else "right")
+    table.add_row(result.query_embed.name, f"{result.query_embed.p50_ms:.1f}", f"{result.query_embed.p95_ms:.1f}",
+                  f"{result.query_embed.mean_ms:.1f}", "")
+    for r in result.retrievers:
+        for lat in (r.with_embedding, r.without_embedding):
+            table.add_row(lat.name, f"{lat.p50_ms:.1f}", f"{lat.p95_ms:.1f}", f"{lat.mean_ms:.1f}",
+                          f"{r.source_hit_at_10:.3f}")
+    for lat in (result.knn_exact, result.knn_fast):
+        table.add_row(lat.name, f"{lat.p50_ms:.1f}", f"{lat.p95_ms:.1f}", f"{lat.mean_ms:.1f}", "")
+    out.print(table)
+    out.print(f"knn_fast recall@10 vs exact: {result.knn_fast_recall_at_10:.3f} · knn() uses: {result.knn_path} · "
+                  f"load {result.machine.load_before} -> {result.machine.load_after} on {result.machine.cpus} CPUs")
+    for note in result.notes:
+        out.print(f"[yellow]note:[/] {note}")
+
+
+def _load_all(paths: list[str]) -> list:
+    from localrag.bench.results import load_result
+
+    try:
+        return [load_result(Path(p)) for p in paths]
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+
+
+def run_plot_command(args: argparse.Namespace) -> int:
+    from localrag.bench.report import plot_recall
+
+    results = _load_all(args.results)
+    try:
+        out = plot_recall(results, Path(args.output), k=str(args.k), with_reference=not args.no_reference)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    console.print(f"plot written to {out}")
+    return 0
+
+
+def run_table_command(args: argparse.Namespace) -> int:
+    from localrag.bench.report import markdown_table
+
+    console.print(markdown_table(_load_all(args.results)), markup=False, soft_wrap=True)
+    return 0

@@ -1,0 +1,230 @@
+"""The graph phase: drain the persistent queue, one passage per transaction.
+
+Newest documents first. Each passage: extraction cache -> (model call | rules) ->
+grounding -> + title mention and link facts -> one write that also dequeues it. Killing
+the process at any point loses at most the passage in flight; the next run continues.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from localrag.config import Settings
+from localrag.embed import Embedder
+from localrag.ingest.chunker import Chunk
+from localrag.kg.extract import Extraction, ExtractorOptions, extract_passage
+from localrag.kg.signals import link_triples, title_entity
+from localrag.llm.base import LLMError, RecordingLLM
+from localrag.records import LLMCallRecord, Passage, Triple
+from localrag.store import Store
+from localrag.store.graph import CachedExtraction
+
+BATCH = 16
+FLUSH_AFTER_S = 1.0
+
+
+@dataclass
+class GraphProgress:
+    done: int  # passages written in this run
+    total: int  # done + still queued
+    failed: int
+    fallback: int
+    path: str  # the passage just written (path:lines)
+    elapsed: float = 0.0  # seconds since the run started (rate and ETA come from it)
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        return (self.total - self.done) / self.rate if self.rate > 0 else None
+
+
+@dataclass
+class GraphReport:
+    passages: int = 0
+    facts_added: int = 0
+    failed: int = 0
+    fallback: int = 0
+    llm_calls: int = 0
+    seconds: float = 0.0
+    cached: int = 0  # passages whose model reply came from the extraction cache
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens llama.cpp reused from its KV cache
+    completion_tokens: int = 0
+    remaining: int = 0  # still queued when the run ended (stopped, or passages that keep failing)
+    stopped: bool = False
+    rejected: dict[str, int] = field(default_factory=dict)  # grounding rejections by reason
+
+
+def extraction_text(p: Passage) -> str:
+    """The passage as embedded and hashed (heading path + text): its sha256 keys the cache."""
+    return Chunk(p.text, p.heading, p.start_line, p.end_line, 0).embed_text
+
+
+class GraphBuilder:
+    def __init__(self, store: Store, embedder: Embedder, settings: Settings, llm=None):
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.options = ExtractorOptions.from_settings(settings.index)
+        self._llm: RecordingLLM | None = None
+        if llm is not None:
+            self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
+            self._llm.sinks.append(self._log_call)
+        store.graph.configure_coref(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
+
+    # -- model ---------------------------------------------------------------------------
+    def llm(self) -> RecordingLLM:
+        """Loaded on first need: a re-run served entirely from the cache never loads a model."""
+        if self._llm is None:
+            from localrag.llm.factory import make_llm
+
+            inner, _source = make_llm(self.settings.llm, role="index")
+            self._llm = RecordingLLM(inner, [self._log_call])
+        return self._llm
+
+    def model_id(self) -> str:
+        """The extraction cache's model key, known without loading a local model."""
+        if self._llm is None and not self.settings.llm.url:
+            from localrag.llm.discovery import discover
+
+            return discover(self.settings.llm.index_model or self.settings.llm.model).path.stem
+        return self.llm().model_id
+
+    def _log_call(self, record: LLMCallRecord) -> None:
+        try:
+            self.store.calls.log_call(record)
+        except Exception:  # the call log must never stop indexing
+            pass
+
+    # -- one passage -----------------------------------------------------------------------
+    def extract(self, p: Passage) -> Extraction:
+        text = extraction_text(p)
+        if not self.options.uses_llm:
+            return extract_passage(text, p.title, self.options)
+        cached = self.store.graph.cached_extraction(p.sha256, self.model_id(), self.options.prompt_version())
+        if cached is not None:
+            return extract_passage(text, p.title, self.options, cached=cached)
+        return extract_passage(text, p.title, self.options, llm=self.llm())
+
+    def signals(self, p: Passage) -> tuple[list[Triple], list[str]]:
+        """Link facts and the title mention: no model, never wrong about the notes' own structure."""
+
+        def title_of(path: str) -> str | None:
+            doc = self.store.docs.get(path)
+            return doc.title if doc else None
+
+        return link_triples(p.text, p.title, p.path, title_of), [title_entity(p.title)]
+
+    def write(self, p: Passage, ex: Extraction, vectors: dict[str, np.ndarray] | None = None) -> int | None:
+        links, mentions = self.signals(p)
+        seen = {(t.head, t.relation, t.tail) for t in ex.triples}
+        triples = ex.triples + [t for t in links if (t.head, t.relation, t.tail) not in seen]
+        cache = None
+        if ex.payload is not None:
+            cache = CachedExtraction(p.sha256, self.model_id(), self.options.prompt_version(), ex.payload)
+        result = self.store.graph.write_extraction(
+            p.id, triples, mentions, self._embedder_with(vectors or {}),
+            cache=cache, failure=ex.reason if ex.status in ("fallback", "failed") else "",
+            fallback=ex.status == "fallback", model=self._llm.model_id if self._llm is not None else "",
+        )
+        return None if result is None else result.facts_added
+
+    def _embedder_with(self, ready: dict[str, np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+        def embed(names: list[str]) -> np.ndarray:
+            missing = [n for n in names if n not in ready]
+            if missing:
+                ready.update(zip(missing, self.embedder.encode(missing)))
+            return np.stack([ready[n] for n in names])
+
+        return embed
+
+    def _prepare_vectors(self, pending: list[tuple[Passage, Extraction]]) -> dict[str, np.ndarray]:
+        """One embedder call for the new entity names of several passages (the rules extractor is fast
+        enough that per-passage calls would dominate)."""
+        names: list[str] = []
+        for p, ex in pending:
+            links, mentions = self.signals(p)
+            names += [n for t in ex.triples + links for n in (t.head, t.tail)] + mentions
+        names = [n for n in dict.fromkeys(names) if n]
+        known = self.store.graph.entity_ids(names)
+        missing = [n for n in names if n not in known]
+        return dict(zip(missing, self.embedder.encode(missing))) if missing else {}
+
+    # -- the queue ---------------------------------------------------------------------------
+    def run(self, progress: Callable[[GraphProgress], None] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> GraphReport:
+        started = time.perf_counter()
+        report = GraphReport()
+        graph = self.store.graph
+        max_attempts = max(1, self.settings.index.extract_max_attempts)
+        while not report.stopped:
+            batch = graph.next_batch(BATCH)
+            if not batch:
+                break
+            pending: list[tuple[Passage, Extraction]] = []
+            since = time.perf_counter()
+            for item in batch:
+                if should_stop and should_stop():
+                    report.stopped = True
+                    break
+                found = self.store.docs.passages([item.passage])
+                if not found:
+                    continue  # deleted since it was queued: the cascade removed its queue row
+                p = found[0]
+                try:
+                    ex = self.extract(p)
+                except (LLMError, ValueError, RuntimeError, OSError) as exc:
+                    if graph.record_attempt(p.id, f"{type(exc).__name__}: {exc}") < max_attempts:
+                        continue
+                    ex = self._give_up(p, f"extraction raised {max_attempts} times: {exc}")
+                pending.append((p, ex))
+                # slow (model) extractions are written at once, so a kill loses at most one passage's work
+                if time.perf_counter() - since >= FLUSH_AFTER_S:
+                    self._flush(pending, report, progress, started)
+                    since = time.perf_counter()
+            self._flush(pending, report, progress, started)
+        report.remaining = graph.queue_length()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _flush(self, pending: list[tuple[Passage, Extraction]], report: GraphReport,
+               progress: Callable[[GraphProgress], None] | None, started: float) -> None:
+        if not pending:
+            return
+        vectors = self._prepare_vectors(pending)
+        for p, ex in pending:
+            added = self.write(p, ex, vectors)
+            if added is None:
+                continue
+            self._count(report, ex, added)
+            if progress:
+                total = report.passages + self.store.graph.queue_length()
+                progress(GraphProgress(report.passages, total, report.failed, report.fallback, p.location,
+                                       time.perf_counter() - started))
+        pending.clear()
+
+    def _give_up(self, p: Passage, reason: str) -> Extraction:
+        if self.options.extractor == "llm+rules":
+            fallback = extract_passage(extraction_text(p), p.title, ExtractorOptions("rules", max_triples=self.options.max_triples))
+            return Extraction(fallback.triples, "fallback", reason)
+        return Extraction([], "failed", reason)
+
+    @staticmethod
+    def _count(report: GraphReport, ex: Extraction, added: int) -> None:
+        report.passages += 1
+        report.facts_added += added
+        report.failed += ex.status == "failed"
+        report.fallback += ex.status == "fallback"
+        report.llm_calls += ex.calls
+        report.cached += ex.from_cache
+        report.prompt_tokens += ex.prompt_tokens
+        report.cached_tokens += ex.cached_tokens
+        report.completion_tokens += ex.completion_tokens
+        for reason, n in ex.rejected.items():
+            report.rejected[reason] = report.rejected.get(reason, 0) + n

@@ -1,0 +1,138 @@
+"""Triples for one passage: a constrained, grounded LLM call, the rules extractor, or both.
+
+Pure of the store: the builder adds the cache and the writes, the benchmark calls this
+directly. ``cached`` replays a stored model reply through the same grounding, so a
+passage seen before (same text, model and prompt version) costs no LLM call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from localrag.config import IndexSettings
+from localrag.kg.grounding import Grounded, ground, raw_triples
+from localrag.kg.normalise import normalise_phrase
+from localrag.kg.rules import rules_triples
+from localrag.kg.spans import clean_markup, find_spans
+from localrag.llm.jsoncall import call_json
+from localrag.llm.prompts_kg import kg_messages, kg_schema, prompt_version
+from localrag.records import Triple
+
+EXTRACTORS = ("llm", "rules", "llm+rules")
+MIN_SPANS_FOR_GRAMMAR = 2  # with fewer candidates an enum grammar can only produce head == tail
+
+
+@dataclass(frozen=True)
+class ExtractorOptions:
+    extractor: str = "llm+rules"
+    constrain: bool = True  # heads and tails restricted to the passage's candidate spans
+    grounded: bool = True  # reject heads/tails not in the passage (off only to measure the free model)
+    max_triples: int = 8
+    max_spans: int = 40
+    max_tokens: int = 1024
+    retries: int = 1  # repair retries after an invalid reply
+
+    def __post_init__(self) -> None:
+        if self.extractor not in EXTRACTORS:
+            raise ValueError(f"index.extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
+
+    @classmethod
+    def from_settings(cls, s: IndexSettings) -> "ExtractorOptions":
+        return cls(s.extractor, s.extract_constrain, True, s.extract_max_triples, s.extract_max_spans,
+                   s.extract_max_tokens, s.extract_retries)
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.extractor != "rules"
+
+    def prompt_version(self) -> str:
+        return prompt_version("spans" if self.constrain else "free", self.max_triples) + ("" if self.grounded else ":ungrounded")
+
+
+@dataclass
+class Extraction:
+    triples: list[Triple]
+    status: str  # "llm" | "rules" | "fallback" (model rejected, rules used) | "failed" | "empty"
+    reason: str = ""  # why the model's reply was rejected
+    calls: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    payload: dict | None = None  # the model's reply to cache (None when nothing new came from the model)
+    from_cache: bool = False
+    rejected: dict[str, int] = field(default_factory=dict)
+
+
+def candidate_spans(text: str, title: str, limit: int) -> list[str]:
+    """Distinct spans as written (title first): the grammar's choices for heads and tails."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for surface in [title] + [s.text for s in find_spans(clean_markup(text), title)]:
+        surface = " ".join(surface.split()).replace("\\", "")
+        norm = normalise_phrase(surface)
+        if norm and norm not in seen and len(surface) <= 80:
+            seen.add(norm)
+            out.append(surface)
+    return out[:limit]
+
+
+def _grounded(data: Any, text: str, opts: ExtractorOptions) -> tuple[Grounded | None, str]:
+    raw = raw_triples(data)
+    if raw is None:
+        return None, 'the reply has no "triples" list'
+    g = ground(raw, text, origin="llm", check_text=opts.grounded)
+    if not g.accepted:
+        worst = max(g.reasons().items(), key=lambda kv: kv[1])[0] if g.rejected else "no triples"
+        return g, f"no usable triple ({worst}); heads and tails must be copied from the passage"
+    return g, ""
+
+
+def extract_passage(text: str, title: str, opts: ExtractorOptions, llm=None, cached: dict | None = None) -> Extraction:
+    """Triples of one passage. ``llm`` is needed unless the extractor is "rules" or ``cached`` is given."""
+    if not normalise_phrase(text):
+        return Extraction([], "empty")
+    if not opts.uses_llm:
+        return Extraction(rules_triples(text, title, opts.max_triples * 3), "rules")
+    out = Extraction([], "llm")
+    if cached is not None:
+        data, reason = cached.get("data"), cached.get("error", "")
+        out.from_cache = True
+    else:
+        data, reason = _call(text, title, opts, llm, out)
+        out.payload = {"data": data, "error": reason}
+    if data is not None:
+        g, why = _grounded(data, text, opts)
+        if g is not None:
+            out.rejected = g.reasons()
+        if not why and g is not None:
+            out.triples = g.accepted
+            return out
+        reason = reason or why
+    out.reason = reason or "the model gave no usable reply"
+    if opts.extractor == "llm+rules":
+        out.triples, out.status = rules_triples(text, title, opts.max_triples * 3), "fallback"
+    else:
+        out.status = "failed"
+    return out
+
+
+def _call(text: str, title: str, opts: ExtractorOptions, llm, out: Extraction) -> tuple[Any, str]:
+    if llm is None:
+        raise ValueError("the LLM extractor needs a model")
+    candidates = candidate_spans(text, title, opts.max_spans) if opts.constrain else []
+    if len(candidates) < MIN_SPANS_FOR_GRAMMAR:
+        candidates = []
+    result = call_json(
+        llm, kg_messages(text, title, candidates or None), kg_schema(opts.max_triples, candidates or None),
+        phase="index", max_tokens=opts.max_tokens, retries=opts.retries,
+        validate=lambda data: _grounded(data, text, opts)[1] or None,
+    )
+    for reply in result.replies:
+        out.calls += 1
+        out.prompt_tokens += reply.usage.prompt_tokens
+        out.cached_tokens += reply.usage.cached_tokens
+        out.completion_tokens += reply.usage.completion_tokens
+    if result.ok:
+        return result.data, ""
+    return None, result.errors[-1] if result.errors else "no reply"

@@ -1,0 +1,254 @@
+"""NeuroPath: LLM-guided semantic path tracking, pruning and post-retrieval completion.
+
+ALGORITHMS.md b.2-b.5 with the pitfall resolutions of §f: stable ids (N3), duplicate paths
+removed (N10), bounded rounds and prompt size, only the last round's valid paths count (N4),
+path documents ranked before completion documents (N6). A weak model's reply is validated;
+when it is unusable the pruned paths' embedding order stands in for its choice, and the
+trace says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from localrag.kg.normalise import normalise_phrase, occurs_in
+from localrag.llm.jsoncall import call_json
+from localrag.memory import replay
+from localrag.memory.recall import Recall, recall_paths
+from localrag.llm.prompts_np import (NER_VERSION, TRACK_VERSION, ner_messages, ner_schema, track_messages,
+                                     track_schema)
+from localrag.records import Retrieval, ScoredPassage, Trace
+from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.hybrid import hybrid_ranked, rrf
+from localrag.retrieve.paths import Path, dedupe, first_hop, next_hop, path_docs, prune, render, with_coref, embed_text
+
+FALLBACK_VALID = 3  # paths taken in embedding order when the model's choice is unusable
+
+
+@dataclass
+class TrackState:
+    kept: list[Path] = field(default_factory=list)
+    valid: list[Path] = field(default_factory=list)
+    need_expand: list[Path] = field(default_factory=list)
+    chain: str = ""
+    requirement: str = ""
+    rounds: int = 0
+    llm_failed: bool = False
+    feedback: replay.Feedback = field(default_factory=lambda: replay.Feedback())
+
+
+def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
+    """Entities named in the query: grounded LLM NER (cached by query text), spans as fallback."""
+    mode = ctx.settings.neuropath.ner
+    norm_q = normalise_phrase(query)
+    found: list[str] = []
+    source = "none"
+    if mode in ("llm", "llm+rules"):
+        llm = ctx.llm()
+        cached = ctx.store.cache.get("ner", query, llm.model_id, NER_VERSION)
+        if cached is None:
+            result = call_json(llm, ner_messages(query), ner_schema(), phase="ner", max_tokens=200)
+            cached = [str(e) for e in (result.data or {}).get("named_entities", []) if isinstance(e, str)]
+            ctx.store.cache.put("ner", query, llm.model_id, NER_VERSION, cached)
+        grounded = [e for e in cached if normalise_phrase(e) and occurs_in(normalise_phrase(e), norm_q)]
+        trace.step("ner", model=cached, grounded=grounded)
+        found, source = grounded, "llm"
+    if not found and mode in ("rules", "llm+rules"):
+        from localrag.kg.spans import find_spans
+
+        found = [s.text for s in find_spans(query)]
+        source = "rules"
+    unique = list(dict.fromkeys(e for e in found if normalise_phrase(e)))
+    trace.step("query_entities", entities=unique, source=source)
+    return unique
+
+
+def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, str, float]]:
+    """(query entity, nearest graph entity id, its name, cosine) for each query entity."""
+    if not entities:
+        return []
+    vecs = ctx.embedder.encode(list(entities))
+    out = []
+    for text, vec in zip(entities, vecs):
+        hit = ctx.store.graph.entity_knn(vec, 1)
+        if hit:
+            eid, sim = hit[0]
+            out.append((text, eid, "", sim))
+    names = ctx.store.graph.entity_names([e for _, e, _, _ in out])
+    return [(t, e, names.get(e, "?"), s) for t, e, _, s in out]
+
+
+class NeuroPath:
+    name = "neuropath"
+
+    def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
+        trace = Trace(self.name)
+        with Timer(trace):
+            return self._run(ctx, query, k, trace)
+
+    # ------------------------------------------------------------------------------------
+    def _run(self, ctx: Context, query: str, k: int, trace: Trace) -> Retrieval:
+        cfg = ctx.settings.neuropath
+        entities = query_entities(ctx, query, trace)
+        seeds = link_seeds(ctx, entities)
+        trace.step("seeds", seeds=[{"query": t, "entity": n, "id": e, "sim": round(s, 4)} for t, e, n, s in seeds])
+        if not seeds:
+            trace.step("fallback", reason="no query entities: dense retrieval, no path tracking")
+            ranked = dense_ranked(ctx, query, k)
+            return Retrieval(query, scored(ctx, ranked, "dense"), trace)
+        seed_ids = [e for _, e, _, _ in seeds]
+        mem = ctx.settings.memory
+        qvec = ctx.embedder.encode_one(query)
+        recall = recall_paths(ctx.store, qvec, seed_ids, mem) if mem.enabled else Recall()
+        skip = bool(recall.paths) and min(recall.weights[p.text] for p in recall.paths) >= mem.skip_above
+        if skip:
+            ordered = sorted(recall.paths, key=lambda p: -recall.weights[p.text])
+            state = TrackState(valid=ordered, kept=ordered)
+            state.feedback.kept.clear()
+            for p in ordered:
+                state.feedback.add_path(p.facts, p.docs)
+        else:
+            state = self.track(ctx, query, seed_ids, trace, recalled=recall.paths)
+        if mem.enabled:
+            self._memory_step(ctx, query, qvec, recall, state, skip, trace)
+        return self.complete(ctx, query, state, k, trace)
+
+    def _memory_step(self, ctx: Context, query: str, qvec, recall: Recall, state: TrackState, skip: bool, trace: Trace) -> None:
+        cfg = ctx.settings.neuropath
+        skipped = cfg.max_hop if skip else 0
+        saved = 0
+        if skipped:
+            calls, prompt, completion = ctx.store.calls.totals_by_phase().get("track", (0, 0, 0))
+            saved = int(skipped * (prompt + completion) / calls) if calls else 0
+        result = replay.apply(ctx.store, query, self.name, qvec, state.feedback, ctx.settings.memory)
+        trace.step(
+            "memory", recalled_edges=recall.edges, recalled_paths=[p.text.strip() for p in recall.paths],
+            from_knn=recall.from_knn, skipped_rounds=skipped, tokens_saved_est=saved,
+            enhanced=result.enhanced, penalised=result.penalised, penalty=ctx.settings.memory.penalty,
+        )
+
+    def track(self, ctx: Context, query: str, seeds: list[int], trace: Trace,
+              recalled: Sequence[Path] = ()) -> TrackState:
+        cfg = ctx.settings.neuropath
+        graph = ctx.store.graph
+        state = TrackState()
+        g = query
+        candidates = dedupe(first_hop(graph, seeds))
+        expanded: set[str] = set()
+        locked = list(recalled)
+        while state.rounds < cfg.max_hop:
+            state.rounds += 1
+            new = [p for p in dedupe(candidates) if p.text not in {x.text for x in state.kept + locked}]
+            pruned = self._prune(ctx, new, g or query, cfg.filter_k)
+            old = locked + state.kept
+            shown = (old + pruned)[: max(cfg.max_prompt_paths, len(old))]
+            if not shown:
+                trace.step("round", round=state.rounds, g=g, candidates=[], note="no candidate paths")
+                break
+            expandable = {i for i, p in enumerate(shown) if i >= len(old)}
+            names = graph.entity_names(sorted({p.link for p in shown}))
+            lines = render(shown, expandable, names)
+            choice = self._ask(ctx, query, lines, len(shown), cfg)
+            fell_back = choice is None
+            if choice is None:
+                state.llm_failed = True
+                valid_ids = _by_sim(shown, FALLBACK_VALID)
+                expand_ids, cont, chain, req = [], 0, state.chain, ""
+            else:
+                valid_ids, expand_ids, cont, chain, req = choice
+                if not valid_ids and not expand_ids:
+                    fell_back = True
+                    valid_ids, cont = _by_sim(shown, FALLBACK_VALID), 0
+            expand_ids = [i for i in expand_ids if i in expandable or shown[i].text not in expanded]
+            trace.step(
+                "round", round=state.rounds, g=g,
+                candidates=[{"id": i, "text": p.text.strip(), "sim": round(p.sim, 4), "docs": list(p.docs),
+                             "expandable": i in expandable, "recalled": p.recalled} for i, p in enumerate(shown)],
+                selected=valid_ids, expand=expand_ids, chain=chain, requirement=req, **{"continue": cont},
+                fallback="model reply unusable: paths taken in embedding order" if fell_back else "",
+            )
+            keep_ids = list(dict.fromkeys(valid_ids + sorted(set(expand_ids) - set(valid_ids))))
+            # recalled paths are valid by construction (they come first, strongest first)
+            state.valid = locked + [shown[i] for i in valid_ids if shown[i] not in locked]
+            state.kept = [shown[i] for i in keep_ids if shown[i] not in locked]
+            if not fell_back:
+                for i in valid_ids:
+                    state.feedback.add_path(shown[i].facts, shown[i].docs)
+                for i in sorted(expandable - set(keep_ids)):
+                    state.feedback.reject_last(shown[i].facts, shown[i].docs)
+            state.need_expand = [shown[i] for i in expand_ids]
+            state.chain, state.requirement = chain, req
+            if not cont or not state.need_expand or state.rounds >= cfg.max_hop:
+                break
+            blocked = {p.text for p in state.kept} | {p.text for p in state.need_expand}
+            candidates = []
+            for p in state.need_expand:
+                expanded.add(p.text)
+                candidates.extend(next_hop(graph, p, blocked))
+            g = req
+        return state
+
+    def complete(self, ctx: Context, query: str, state: TrackState, k: int, trace: Trace) -> Retrieval:
+        """Post-retrieval completion (b.3): path documents first, then dense hits for query+chain+g."""
+        cfg = ctx.settings.neuropath
+        docs = path_docs(state.valid)
+        text = " ".join(x for x in (query, state.chain, state.requirement) if x)
+        pool = max(cfg.backfill, k)
+        if cfg.completion == "hybrid":
+            completion, _ = hybrid_ranked(ctx, text, pool)
+        else:
+            completion = dense_ranked(ctx, text, pool)
+        if cfg.merge == "fused":
+            ranked = rrf([[(d, 1.0) for d in docs], completion], k)
+        else:
+            ranked = [(d, 2.0 - i / max(len(docs), 1) / 2) for i, d in enumerate(docs)]
+            ranked += [(pid, s) for pid, s in completion if pid not in set(docs)]
+            ranked = ranked[:k]
+        trace.step("completion", path_docs=docs, query=text[:300], merge=cfg.merge, retriever=cfg.completion)
+        passages = scored(ctx, ranked, "completion")
+        for sp in passages:
+            if sp.passage.id in docs:
+                sp.source = "path"
+        return Retrieval(query, passages, trace)
+
+    # ------------------------------------------------------------------------------------
+    def _prune(self, ctx: Context, paths: list[Path], g: str, k: int) -> list[Path]:
+        if not paths:
+            return []
+        gvec = ctx.embedder.encode_one(g)
+        vecs = ctx.embedder.encode([embed_text(p) for p in paths])
+        return prune(paths, vecs @ gvec, k)
+
+    def _ask(self, ctx: Context, query: str, lines: list[str], n: int, cfg):
+        result = call_json(ctx.llm(), track_messages(query, lines), track_schema(n, cfg.max_valid, cfg.max_expand),
+                           phase="track", max_tokens=ctx.settings.llm.json_max_tokens,
+                           validate=lambda d: _validate(d, n))
+        if not result.ok:
+            return None
+        d = result.data
+        valid = list(dict.fromkeys(int(i) for i in d["valid_ids"]))
+        expand = list(dict.fromkeys(int(i) for i in d["need_expand_ids"]))
+        return valid, expand, int(d["continue"]), str(d["current_chain"]).strip(), str(d["expansion_requirements"]).strip()
+
+
+def _validate(data: dict, n: int) -> str | None:
+    for key in ("current_chain", "valid_ids", "expansion_requirements", "need_expand_ids", "continue"):
+        if key not in data:
+            return f"missing {key}"
+    for key in ("valid_ids", "need_expand_ids"):
+        if not isinstance(data[key], list) or not all(isinstance(i, int) and 0 <= i < n for i in data[key]):
+            return f"{key} must be a list of path ids between 0 and {n - 1}"
+    if data["continue"] not in (0, 1):
+        return "continue must be 0 or 1"
+    return None
+
+
+def _by_sim(paths: Sequence[Path], n: int) -> list[int]:
+    return sorted(range(len(paths)), key=lambda i: (-paths[i].sim, i))[:n]
+
+
+register("neuropath", NeuroPath)

@@ -1,0 +1,54 @@
+"""The GGUF models a user can switch to: files in models/ and the bundled SmolLM2."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from localrag.config import LLMSettings
+from localrag.llm.base import LLMError
+from localrag.llm.discovery import bundled_model, discover, model_dirs
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    path: Path
+    source: str  # "models/" | "bundled" | "config"
+    size_bytes: int
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def available_models(configured: str = "") -> list[ModelOption]:
+    seen: set[Path] = set()
+    out: list[ModelOption] = []
+
+    def add(path: Path, source: str) -> None:
+        real = path.resolve()
+        if real in seen or not path.is_file():
+            return
+        seen.add(real)
+        out.append(ModelOption(path, source, path.stat().st_size))
+
+    if configured:
+        add(Path(configured).expanduser(), "config")
+    for d in model_dirs():
+        for p in sorted(d.glob("*.gguf")):
+            add(p, "models/")
+    bundled = bundled_model()
+    if bundled is not None:
+        add(bundled, "bundled")
+    return out
+
+
+def model_label(settings: LLMSettings) -> str:
+    """Which model the next load will use, without loading it."""
+    if settings.url:
+        return f"{settings.url_model or 'server model'} @ {settings.url}"
+    try:
+        choice = discover(settings.model)
+    except LLMError as exc:
+        return f"none ({exc})"
+    return f"{choice.path.stem} ({choice.source})"

@@ -1,0 +1,90 @@
+"""The citation panel: the cited passage in its file, cited lines highlighted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Label, Static
+
+from localrag.answer import Citation
+
+CONTEXT_LINES = 6  # lines shown above and below the cited range
+MAX_SOURCE_BYTES = 2_000_000
+_TEXT_KINDS = {".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm"}
+
+
+def read_lines(folder: Path, rel: str) -> tuple[list[str] | None, str]:
+    """The file's lines, or None and why not (gone, binary kind, unreadable)."""
+    path = folder / rel
+    if path.suffix.lower() not in _TEXT_KINDS:
+        return None, f"{path.suffix} files show the indexed text"
+    try:
+        data = path.read_bytes()[:MAX_SOURCE_BYTES]
+    except FileNotFoundError:
+        return None, "the file is no longer on disk; showing the indexed text"
+    except OSError as exc:
+        return None, f"cannot read the file ({exc.strerror or exc}); showing the indexed text"
+    return data.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines(), ""
+
+
+def render_source(citation: Citation, folder: Path, context: int = CONTEXT_LINES) -> tuple[Text, str]:
+    """The lines around the cited range with line numbers; and a note (empty when all is well)."""
+    p = citation.passage
+    lines, note = read_lines(folder, p.path)
+    out = Text()
+    if lines is None:
+        for i, line in enumerate(p.text.splitlines()):
+            out.append(f"{'':>5}  ", style="dim")
+            out.append(line + "\n", style="on #2b3a1f")
+        return out, note
+    start, end = max(1, p.start_line), max(p.start_line, p.end_line)
+    first = max(1, start - context)
+    last = min(len(lines), end + context)
+    width = len(str(last))
+    for n in range(first, last + 1):
+        cited = start <= n <= end
+        out.append(f"{n:>{width}} ", style="bold yellow" if cited else "dim")
+        out.append("▌ " if cited else "  ", style="yellow")
+        out.append(lines[n - 1] + "\n", style="on #2b3a1f" if cited else "")
+    first_text = next((ln.strip() for ln in p.text.splitlines() if ln.strip()), "")
+    shown = "\n".join(lines[start - 1:end])
+    if first_text and first_text[:40] not in shown:
+        note = "the file changed since it was indexed: the highlighted lines may have moved"
+    return out, note
+
+
+class SourcePanel(VerticalScroll):
+    DEFAULT_CSS = """
+    SourcePanel { padding: 0 1; }
+    SourcePanel > #source-title { text-style: bold; color: $accent; }
+    SourcePanel > #source-meta { color: $text-muted; }
+    SourcePanel > #source-note { color: $warning; }
+    """
+
+    def __init__(self, folder: Path, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.folder = folder
+        self.citation: Citation | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label("No citation open", id="source-title")
+        yield Label("Pick a numbered citation under an answer (F2, or click [n] in the text).", id="source-meta")
+        yield Label("", id="source-note")
+        yield Static("", id="source-body")
+
+    def show(self, citation: Citation) -> None:
+        self.citation = citation
+        p = citation.passage
+        body, note = render_source(citation, self.folder)
+        self.query_one("#source-title", Label).update(Text(f"[{citation.number}] {p.path}"))
+        meta = f"lines {p.start_line}–{p.end_line}" + (f" · {p.heading}" if p.heading else "")
+        meta += " · cited in the answer" if citation.cited else " · given to the model as context"
+        self.query_one("#source-meta", Label).update(Text(meta))
+        self.query_one("#source-note", Label).update(Text(note))
+        self.query_one("#source-note", Label).display = bool(note)
+        self.query_one("#source-body", Static).update(body)
+        self.scroll_home(animate=False)

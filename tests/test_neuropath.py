@@ -1,0 +1,139 @@
+"""NeuroPath: pruning, coreference, ranking and a scripted 2-round trace over a real store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from localrag.api import Assistant, Index
+from localrag.records import Triple
+from localrag.retrieve.paths import Path, path_docs, prune, render, with_coref
+
+from scripted_llm import ScriptedLLM, line_id
+
+NOTES = {
+    "mira.md": "# Mira Okafor\n\nMira Okafor leads the Heron project at the institute.\n",
+    "heron.md": "# Heron project\n\nThe Heron project is hosted in Vessby, in the old mill.\n",
+    "vessby.md": "# Vessby\n\nVessby lies on the river Orle, north of the hills.\n",
+    "bakery.md": "# Bakery\n\nThe bakery on Mill Street sells rye bread and plum cake every morning.\n",
+}
+TRIPLES = {
+    "mira.md": [("mira okafor", "leads", "heron project")],
+    "heron.md": [("heron project", "hosted in", "vessby")],
+    "vessby.md": [("vessby", "lies on", "river orle")],
+    "bakery.md": [("bakery", "sells", "rye bread")],
+}
+QUESTION = "On which river is the town where Mira Okafor's project is hosted?"
+
+
+@pytest.fixture
+def graph_index(tmp_path, settings_for, embedder):
+    d = tmp_path / "kb"
+    d.mkdir()
+    for name, text in NOTES.items():
+        (d / name).write_text(text)
+    idx = Index(settings_for(d, **{"neuropath.ner": "llm"}), embedder)
+    idx.sync()
+    for name, triples in TRIPLES.items():
+        (p,) = idx.store.docs.passages_of(name)
+        idx.store.graph.write_extraction(p.id, [Triple(*t) for t in triples], [], embedder.encode)
+    yield idx
+    idx.close()
+
+
+def test_prune_keeps_top_k_by_cosine():
+    paths = [Path(f"p{i}; ", (i,), i, (i,)) for i in range(6)]
+    sims = np.array([0.1, 0.9, 0.5, 0.7, 0.9, 0.2])
+    kept = prune(paths, sims, 3)
+    assert [p.text for p in kept] == ["p1; ", "p4; ", "p3; "]  # ties keep generation order
+    assert [p.sim for p in kept] == [0.9, 0.9, 0.7]
+
+
+def test_coref_expansion_excludes_self_and_keeps_order():
+    class G:
+        def aliases(self, e):
+            return {1: [(2, 0.9), (3, 0.85)], 2: [(1, 0.9)]}.get(e, [])
+
+    assert with_coref(G(), [1, 2]) == [1, 2, 3]
+
+
+def test_store_coref_never_lists_self(graph_index):
+    for e, a, _ in graph_index.store.graph.all_coref():
+        assert e != a
+
+
+def test_render_marks_only_expandable():
+    lines = render([Path("a->b->c; ", (1,), 7, (1,)), Path("c->d->e; ", (2,), 8, (2,))], {1}, {7: "c", 8: "e"})
+    assert lines == ["0: a->b->c;", "1: c->d->e; <expandable>: [e]"]
+
+
+def test_path_docs_in_llm_order_then_hop_order():
+    ps = [Path("x", (1,), 0, (5, 3)), Path("y", (2,), 0, (3, 9))]
+    assert path_docs(ps) == [5, 3, 9]
+
+
+def scripted_two_rounds():
+    def respond(messages, schema, phase):
+        if phase == "ner":
+            return {"named_entities": ["Mira Okafor"]}
+        if phase == "track":
+            user = messages[-1]["content"]
+            if "hosted in" not in user:  # round 1
+                i = line_id(messages, "mira okafor->leads->heron project")
+                return {"current_chain": "Mira Okafor leads the Heron project.", "valid_ids": [i],
+                        "expansion_requirements": "where the heron project is hosted", "need_expand_ids": [i], "continue": 1}
+            i = line_id(messages, "heron project->hosted in->vessby")
+            return {"current_chain": "Mira leads Heron, hosted in Vessby.", "valid_ids": [i],
+                    "expansion_requirements": "which river vessby lies on", "need_expand_ids": [], "continue": 0}
+        return "The river Orle [3]."
+
+    return ScriptedLLM(respond)
+
+
+def test_scripted_two_round_trace(graph_index):
+    llm = scripted_two_rounds()
+    a = Assistant(graph_index, llm=llm)
+    r = a.retrieve(QUESTION, "neuropath", 5)
+    rounds = [s for s in r.trace.steps if s["step"] == "round"]
+    assert len(rounds) == 2
+    assert rounds[0]["g"] == QUESTION and rounds[1]["g"] == "where the heron project is hosted"
+    assert all(c["text"].startswith("mira okafor->leads->heron project; ") for c in rounds[1]["candidates"][1:])
+    paths = [sp.passage.path for sp in r.passages]
+    # path documents first, in hop order, then completion (which finds the river note)
+    assert paths[:2] == ["mira.md", "heron.md"]
+    assert [sp.source for sp in r.passages[:2]] == ["path", "path"]
+    assert "vessby.md" in paths[:3]
+    assert [c[0] for c in llm.calls] == ["ner", "track", "track"]
+
+
+def test_ner_is_cached_by_query_text(graph_index):
+    llm = scripted_two_rounds()
+    a = Assistant(graph_index, llm=llm)
+    a.retrieve(QUESTION, "neuropath", 5)
+    a.retrieve(QUESTION, "neuropath", 5)
+    assert [c[0] for c in llm.calls].count("ner") == 1
+
+
+def test_useless_model_reply_falls_back_to_embedding_order(graph_index):
+    def respond(messages, schema, phase):
+        if phase == "ner":
+            return {"named_entities": ["Mira Okafor", "Invented Person"]}
+        return "this is not json {"
+
+    llm = ScriptedLLM(respond)
+    r = Assistant(graph_index, llm=llm).retrieve(QUESTION, "neuropath", 5)
+    ner = next(s for s in r.trace.steps if s["step"] == "ner")
+    assert ner["grounded"] == ["Mira Okafor"]  # the invented entity is not in the question
+    rnd = next(s for s in r.trace.steps if s["step"] == "round")
+    assert rnd["fallback"] and rnd["selected"]
+    assert r.passages[0].passage.path == "mira.md"
+    assert [c[0] for c in llm.calls] == ["ner", "track", "track"]  # one repair retry, then fallback
+
+
+def test_no_entities_means_dense_without_tracking(graph_index):
+    llm = ScriptedLLM(lambda m, s, p: {"named_entities": []})
+    graph_index.settings.neuropath.ner = "llm"
+    r = Assistant(graph_index, llm=llm).retrieve("what sells every morning?", "neuropath", 3)
+    assert any(s["step"] == "fallback" for s in r.trace.steps)
+    assert [c[0] for c in llm.calls] == ["ner"]
+    assert r.passages[0].passage.path == "bakery.md"
