@@ -138,11 +138,67 @@ def short_answer(text: str) -> str:
     return core.strip().rstrip(".").strip()
 
 
-def generate(llm: LLM, question: str, retrieval: Retrieval, n_passages: int, *, max_tokens: int,
-             short: bool = False, on_token: TokenSink | None = None) -> tuple[str, list[Citation], float]:
+EMPTY_ANSWER = "The model gave no answer; the passages below are the closest matches in your notes."
+# a stretch of 4+ characters, starting with a letter, repeated 3+ times in a row: a model stuck in a loop
+_LOOP = re.compile(r"(\b[^\W\d_][^\n]{3,199}?)(?:\s*\1){2,}")
+_SENTENCE_GAP = re.compile(r"((?<=[.!?])\s+)")
+
+
+def collapse_repetition(text: str) -> str:
+    """Keep one copy of any run of repeats, and drop sentences the reply already said."""
+    text = _LOOP.sub(lambda m: m.group(1), text)
+    parts = _SENTENCE_GAP.split(text)  # sentences at even indexes, the gaps after them at odd ones
+    seen: set[str] = set()
+    kept: list[str] = []
+    for i in range(0, len(parts), 2):
+        key = " ".join(parts[i].lower().split())
+        if key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(parts[i] + (parts[i + 1] if i + 1 < len(parts) else ""))
+    return "".join(kept).strip()
+
+
+def checked_reply(text: str, finish_reason: str, max_tokens: int, limit: int) -> tuple[str, list[str]]:
+    """The answer as shown, with notes on what was wrong with the model's reply (never an exception)."""
+    notes: list[str] = []
+    text = text.strip()
+    collapsed = collapse_repetition(text)
+    if collapsed != text:
+        notes.append("answer: the model repeated itself; repeats removed")
+        text = collapsed
+    cleaned = strip_invalid_citations(text, limit)
+    if cleaned != text:
+        notes.append("answer: citations of passages the model was not given were removed")
+        text = cleaned.strip()
+    if finish_reason == "length":
+        notes.append(f"answer: cut at {max_tokens} tokens (llm.answer_max_tokens)")
+    if not text:
+        notes.append("answer: the model's reply was empty")
+        text = EMPTY_ANSWER
+    return text, notes
+
+
+@dataclass
+class Generated:
+    text: str
+    citations: list[Citation]
+    ms: float
+    notes: list[str] = field(default_factory=list)
+
+
+def generate_answer(llm: LLM, question: str, retrieval: Retrieval, n_passages: int, *, max_tokens: int,
+                    short: bool = False, on_token: TokenSink | None = None) -> Generated:
     given = prompt_passages(retrieval, n_passages)
     started = time.perf_counter()
     reply = llm.chat(answer_messages(question, given, short=short), max_tokens=max_tokens, phase="answer", on_token=on_token)
-    text = strip_invalid_citations(reply.text.strip(), len(given))
+    text, notes = checked_reply(reply.text, reply.finish_reason, max_tokens, len(given))
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
-    return text, build_citations(text, passages), (time.perf_counter() - started) * 1000
+    citations = build_citations("" if text == EMPTY_ANSWER else text, passages)
+    return Generated(text, citations, (time.perf_counter() - started) * 1000, notes)
+
+
+def generate(llm: LLM, question: str, retrieval: Retrieval, n_passages: int, *, max_tokens: int,
+             short: bool = False, on_token: TokenSink | None = None) -> tuple[str, list[Citation], float]:
+    g = generate_answer(llm, question, retrieval, n_passages, max_tokens=max_tokens, short=short, on_token=on_token)
+    return g.text, g.citations, g.ms

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from localrag.answer import Answer, generate
+from localrag.answer import Answer, generate_answer
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
@@ -169,16 +169,17 @@ class Assistant:
             with scope:
                 retrieval = self.retrieve(question, name, k)
                 retrieve_ms = (time.perf_counter() - started) * 1000
-                text, citations, answer_ms = "", [], 0.0
+                text, citations, answer_ms, reply_notes = "", [], 0.0, []
                 if answer:
-                    text, citations, answer_ms = generate(
+                    g = generate_answer(
                         self.llm(), question, retrieval, self.settings.neuropath.answer_passages,
                         max_tokens=self.settings.llm.answer_max_tokens, short=short, on_token=on_token,
                     )
+                    text, citations, answer_ms, reply_notes = g.text, g.citations, g.ms, g.notes
         finally:
             self._current.query_id = None
         result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
-                        notes=memory_notes(retrieval.trace))
+                        notes=memory_notes(retrieval.trace) + reply_notes)
         self.index.store.calls.finish_query(qid, text, result.to_json()["trace"])
         return result
 

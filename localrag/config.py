@@ -120,6 +120,14 @@ class RemindSettings:
     max_llm_calls: int = 20
     synonym_cos: float = 0.85
     summary_threshold_tokens: int = 350
+    seed_passages: int = 1  # nearest passages seeded too: ReMindRAG's anchors share the entity collection (R3)
+    max_iterations: int = 0  # loop iterations, backtracks included; 0 = 2 × max_jumps (R5)
+    choice_attempts: int = 3  # next-node and labelling tries, with a corrective message after each bad one (R14)
+    max_candidates: int = 12  # candidate edges shown per next-node call, best w + query similarity first
+    prompt_passage_chars: int = 600  # one passage (or its summary) in a prompt is cut to this
+    prompt_chars: int = 6000  # all passages of one prompt together
+    summary_max_tokens: int = 200
+    zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 
 @dataclass
@@ -239,6 +247,8 @@ def load_settings(
     _apply(settings, nested, "")
     if settings.memory.penalty not in {"intended", "off"}:
         raise ConfigError("memory.penalty must be 'intended' or 'off'")
+    if settings.remind.zero_jump not in {"reinforce", "skip"}:
+        raise ConfigError("remind.zero_jump must be 'reinforce' or 'skip'")
     if settings.llm.concurrency < 1:
         raise ConfigError(f"llm.concurrency (--concurrency) must be at least 1, got {settings.llm.concurrency}")
     if settings.llm.retries < 0:

@@ -14,6 +14,7 @@ import argparse
 import http.client
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -128,6 +129,7 @@ def main() -> int:
     ap.add_argument("--model", type=Path, default=None, help="GGUF (default: the bundled SmolLM2)")
     ap.add_argument("--url", default="", help="benchmark an already running server instead of starting one")
     ap.add_argument("--skip-in-process", action="store_true")
+    ap.add_argument("--rounds", type=int, default=4, help="interleave the configurations over this many chunks")
     args = ap.parse_args()
 
     model = args.model or bundled_model()
@@ -136,20 +138,18 @@ def main() -> int:
     passages = load_passages(args.corpus, args.passages)
     levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
     settings = LLMSettings(model=str(model), n_ctx=args.n_ctx, n_threads=args.threads, timeout_s=600.0)
-    rows: list[Row] = []
-
-    if not args.skip_in_process:
-        from localrag.llm.llamacpp import LlamaCppLLM
-
-        local = LlamaCppLLM(model, settings)
-        run(local, passages[:2], 1, args.max_tokens, "warm-up")
-        rows.append(run(local, passages, 1, args.max_tokens, "in process (llama-cpp-python)"))
-        print(rows[-1].markdown(rows[0].per_min), file=sys.stderr)
-        del local
-
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the server
+    configs: list[tuple[str, int]] = ([] if args.skip_in_process else [("in process (llama-cpp-python)", 1)]) + \
+        [("served (llama_cpp.server)", c) for c in levels]
+    totals: dict[tuple[str, int], Row] = {k: Row(k[0], k[1], 0, 0.0, 0, 0, 0, []) for k in configs}
+    backends: dict[str, LLM] = {}
     proc = None
     url = args.url
     try:
+        if not args.skip_in_process:
+            from localrag.llm.llamacpp import LlamaCppLLM
+
+            backends[configs[0][0]] = LlamaCppLLM(model, settings)
         if not url:
             port = free_port()
             proc = start_server(model, port, args.threads, args.n_ctx, Path(tempfile.gettempdir()) / f"bench_served_{os.getpid()}.log")
@@ -157,10 +157,24 @@ def main() -> int:
         from localrag.llm.openai_compat import OpenAICompatLLM
 
         served = OpenAICompatLLM(LLMSettings(url=url, timeout_s=600.0, retries=2, seed=settings.seed))
-        run(served, passages[:2], 1, args.max_tokens, "warm-up")
-        for c in levels:
-            rows.append(run(served, passages, c, args.max_tokens, "served (llama_cpp.server)"))
-            print(rows[-1].markdown(rows[0].per_min), file=sys.stderr)
+        backends["served (llama_cpp.server)"] = served
+        for llm in backends.values():
+            run(llm, passages[:2], 1, args.max_tokens, "warm-up")
+        # rounds interleave the configurations, so a change in the machine's load hits them all alike
+        size = max(1, -(-len(passages) // max(1, args.rounds)))
+        for start in range(0, len(passages), size):
+            chunk = passages[start:start + size]
+            for key in configs:
+                row = run(backends[key[0]], chunk, key[1], args.max_tokens, key[0])
+                total = totals[key]
+                total.passages += row.passages
+                total.seconds += row.seconds
+                total.parsed += row.parsed
+                total.failed += row.failed
+                total.completion_tokens += row.completion_tokens
+                total.latencies_ms += row.latencies_ms
+                print(f"  passages {start}-{start + len(chunk) - 1}: {key[0]}, {key[1]} in flight: "
+                      f"{row.per_min:.1f}/min", file=sys.stderr, flush=True)
         form = served.response_format_form
     except LLMError as exc:
         raise SystemExit(f"error: {exc}")
@@ -168,6 +182,7 @@ def main() -> int:
         if proc is not None:
             proc.kill()
             proc.wait(timeout=30)
+    rows = [totals[k] for k in configs]
 
     print(f"\nmodel {model.name}, {len(passages)} passages from {args.corpus.name}, prompt {BENCH_EXTRACT_VERSION}, "
           f"max_tokens {args.max_tokens}, {args.threads} threads, served response_format: {form}\n")

@@ -168,7 +168,7 @@ def test_cli_errors_are_clear(tiny_set, capsys, argv, message):
 @pytest.fixture(scope="module")
 def scale_run(tmp_path_factory, embedder):
     work = tmp_path_factory.mktemp("scale")
-    return run_scale(300, 20, work, embedder=embedder, env={}), work
+    return run_scale(300, 8, work, embedder=embedder, env={}), work
 
 
 def test_scale_reports_throughput_latency_and_knn_recall(scale_run):
@@ -179,11 +179,11 @@ def test_scale_reports_throughput_latency_and_knn_recall(scale_run):
     assert [r.strategy for r in result.retrievers] == ["dense", "lexical", "hybrid"]
     for r in result.retrievers:
         for lat in (r.with_embedding, r.without_embedding):
-            assert lat.queries == 20 and 0 < lat.p50_ms <= lat.p95_ms
+            assert lat.queries == 8 and 0 < lat.p50_ms <= lat.p95_ms
     dense = result.retrievers[0]
     assert dense.source_hit_at_10 >= 0.5  # generated questions are answerable: the corpus is not degenerate
     assert 0.0 <= result.knn_fast_recall_at_10 <= 1.0 and result.knn_path == "exact"
-    assert result.knn_exact.queries == result.knn_fast.queries == 20
+    assert result.knn_exact.queries == result.knn_fast.queries == 8
 
 
 def test_scale_cli_reuses_the_index_and_prints_figures(scale_run, embedder, tmp_path, capsys, monkeypatch):

@@ -95,4 +95,20 @@ def test_memory_survives_restart(graph_index, settings_for, embedder):
         assert [c[0] for c in llm2.calls] == ["answer"]
     finally:
         again.close()
-    graph_index.store.conn = again.store.conn  # the fixture closes this handle again harmlessly
+
+
+def test_memory_cli_stats_and_reset(graph_index):
+    import subprocess
+    import sys
+
+    Assistant(graph_index, llm=scripted_two_rounds()).ask(QUESTION, strategy="neuropath")
+    n = graph_index.store.memory.count()
+    assert n > 0
+    args = ["--db", str(graph_index.settings.db_path), str(graph_index.folder)]
+    run = lambda *a: subprocess.run([sys.executable, "-m", "localrag", "memory", *a], capture_output=True, text=True, timeout=300)
+    r = run("stats", *args)
+    assert r.returncode == 0, r.stderr
+    assert f"reinforced edges: {n}" in r.stdout and "queries learned:  1" in r.stdout
+    r = run("reset", "--yes", *args)
+    assert r.returncode == 0 and f"forgot {n} edge memories" in r.stdout
+    assert graph_index.store.memory.count() == 0

@@ -166,7 +166,7 @@ class BenchResult:
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
         tmp.replace(path)
         return path
 

@@ -122,7 +122,7 @@ def _calls_summary(calls: Sequence[LLMCallRecord]) -> tuple[int, int, dict[str, 
 def ask_one(assistant: Assistant, question: Question, strategy: str, options: RunOptions, round_label: str = "") -> QuestionRecord:
     """One question: retrieval (and the short answer with ``options.answer``), scored. Never raises."""
     record = QuestionRecord(question.id, question.question, strategy, list(question.gold_doc_ids), [], {},
-                            round=round_label, gold_answers=list(question.answers))
+                            round=round_label, gold_answers=list(question.answers) if options.answer else [])
     started = time.perf_counter()
     try:
         if options.answer:
@@ -144,7 +144,8 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
             record.em = record.f1 = 0.0
         record.ms = (time.perf_counter() - started) * 1000
         return record
-    record.ms = (time.perf_counter() - started) * 1000
+    record.ms = round((time.perf_counter() - started) * 1000, 2)
+    record.retrieve_ms, record.answer_ms = round(record.retrieve_ms, 2), round(record.answer_ms, 2)
     ranked = [doc_id_of(sp.passage.path) for sp in retrieval.passages]
     record.passages_retrieved = len(ranked)
     distinct = list(dict.fromkeys(d for d in ranked if d is not None))

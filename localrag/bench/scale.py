@@ -117,6 +117,7 @@ class Latency:
     p95_ms: float
     mean_ms: float
     queries: int
+    cpu_p50_ms: float = 0.0  # process CPU time (all threads): what the call costs when the machine is busy
 
 
 @dataclass
@@ -134,6 +135,8 @@ class ScaleResult:
     indexed_passages: int
     index_seconds: float
     passages_per_s: float
+    index_cpu_seconds: float  # process CPU time of that build (all threads)
+    passages_per_cpu_s: float  # throughput per CPU-second: comparable across busy and idle machines
     index_measured: str  # when the throughput figure was measured (a reused index keeps its figure)
     resync_seconds: float  # Index.sync() on the unchanged folder, in a fresh process
     resync_process_seconds: float  # that whole process, imports included
@@ -154,15 +157,22 @@ class ScaleResult:
         return asdict(self)
 
 
-def latency(name: str, values_ms: list[float]) -> Latency:
-    return Latency(name, round(percentile(values_ms, 50), 3), round(percentile(values_ms, 95), 3),
-                   round(sum(values_ms) / max(len(values_ms), 1), 3), len(values_ms))
+@dataclass
+class Timings:
+    wall_ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
 
+    def timed(self, fn: Callable[[], Any]) -> Any:
+        started, cpu = time.perf_counter(), time.process_time()
+        out = fn()
+        self.wall_ms.append((time.perf_counter() - started) * 1000)
+        self.cpu_ms.append((time.process_time() - cpu) * 1000)
+        return out
 
-def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    started = time.perf_counter()
-    out = fn()
-    return out, (time.perf_counter() - started) * 1000
+    def latency(self, name: str) -> Latency:
+        w = self.wall_ms
+        return Latency(name, round(percentile(w, 50), 3), round(percentile(w, 95), 3),
+                       round(sum(w) / max(len(w), 1), 3), len(w), round(percentile(self.cpu_ms, 50), 3))
 
 
 # -- running -----------------------------------------------------------------------
@@ -208,17 +218,35 @@ def _remove_index(db_path: Path, work_dir: Path) -> None:
     (work_dir / INDEX_RUN_FILE).unlink(missing_ok=True)
 
 
-def _index_figures(work_dir: Path, added: int, seconds: float) -> tuple[float, float, str]:
-    """(seconds, passages/s, when) of the build that embedded the corpus: this run's, or the recorded one."""
+@dataclass
+class IndexFigures:
+    seconds: float
+    cpu_seconds: float
+    passages: int
+    measured: str
+
+    @property
+    def rate(self) -> float:
+        return self.passages / self.seconds if self.seconds else 0.0
+
+    @property
+    def rate_per_cpu_s(self) -> float:
+        return self.passages / self.cpu_seconds if self.cpu_seconds else 0.0
+
+
+def _index_figures(work_dir: Path, added: int, seconds: float, cpu_seconds: float) -> IndexFigures:
+    """The build that embedded the corpus: this run's, or the one recorded when the index was made."""
     record = work_dir / INDEX_RUN_FILE
     if added:
         when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        record.write_text(json.dumps({"passages": added, "seconds": seconds, "at": when}))
-        return seconds, added / seconds if seconds else 0.0, when
+        record.write_text(json.dumps({"passages": added, "seconds": seconds, "cpu_seconds": cpu_seconds, "at": when,
+                                      "load": [round(x, 2) for x in os.getloadavg()]}))
+        return IndexFigures(seconds, cpu_seconds, added, when)
     if record.is_file():
         data = json.loads(record.read_text())
-        return float(data["seconds"]), data["passages"] / data["seconds"], f"{data['at']} (index reused)"
-    return 0.0, 0.0, "unknown: index reused without a record (run with --fresh)"
+        return IndexFigures(float(data["seconds"]), float(data.get("cpu_seconds", 0.0)), int(data["passages"]),
+                            f"{data['at']} (index reused)")
+    return IndexFigures(0.0, 0.0, 0, "unknown: index reused without a record (run with --fresh)")
 
 
 def _source_ids(index: Any, queries: list[tuple[str, int, str]],
@@ -262,8 +290,9 @@ def run_scale(n_passages: int, n_queries: int = 200, work_dir: Path | None = Non
     index = Index(settings, embedder)
     try:
         log("indexing (embedding-bound)")
+        cpu_started = time.process_time()
         first = index.sync(progress)
-        index_s, rate, when = _index_figures(work, first.passages_added, first.seconds)
+        built = _index_figures(work, first.passages_added, first.seconds, time.process_time() - cpu_started)
         status = index.status()
         log(f"indexed {status.passages:,} passages; re-syncing the unchanged folder")
         resync_in_process = index.sync().seconds
@@ -274,7 +303,9 @@ def run_scale(n_passages: int, n_queries: int = 200, work_dir: Path | None = Non
             notes.append(f"the chunker made {status.passages:,} passages of the {n_passages:,} generated")
         return ScaleResult(
             passages=n_passages, files=len(files), indexed_passages=status.passages,
-            index_seconds=round(index_s, 2), passages_per_s=round(rate, 1), index_measured=when,
+            index_seconds=round(built.seconds, 2), passages_per_s=round(built.rate, 1),
+            index_cpu_seconds=round(built.cpu_seconds, 2), passages_per_cpu_s=round(built.rate_per_cpu_s, 1),
+            index_measured=built.measured,
             resync_seconds=round(resync_s, 3), resync_process_seconds=round(resync_wall, 3),
             resync_in_process_seconds=round(resync_in_process, 3), db_bytes=status.db_bytes, work_dir=str(work),
             knn_path="exact" if status.passages <= EXACT_LIMIT else "fast (binary prefilter + rescoring)",
@@ -295,41 +326,38 @@ def _measure_queries(index: Any, assistant: Any, questions: list[tuple[str, int,
     sources = _source_ids(index, chosen, files)
     embedder = index.embedder
     embedder.encode_one("warm-up query")  # model load is not a query cost
-    embed_ms = []
+    embed = Timings()
     for text in texts:
         _clear_query_cache(embedder)
-        embed_ms.append(_timed(lambda: embedder.encode_one(text))[1])
+        embed.timed(lambda: embedder.encode_one(text))
     figures: list[RetrieverFigures] = []
     for name in RETRIEVERS:
         log(f"timing {name} over {len(texts)} queries")
         assistant.retrieve("warm-up query", name, k)
-        cold = []
+        cold, warm, hits = Timings(), Timings(), 0
         for text in texts:
             _clear_query_cache(embedder)
-            cold.append(_timed(lambda: assistant.retrieve(text, name, k))[1])
-        warm, hits = [], 0
+            cold.timed(lambda: assistant.retrieve(text, name, k))
         for text, source in zip(texts, sources):
-            retrieval, ms = _timed(lambda: assistant.retrieve(text, name, k))
-            warm.append(ms)
+            retrieval = warm.timed(lambda: assistant.retrieve(text, name, k))
             hits += int(source is not None and source in {sp.passage.id for sp in retrieval.passages[:10]})
-        figures.append(RetrieverFigures(name, latency(f"{name} with query embedding", cold),
-                                        latency(f"{name} without query embedding", warm), round(hits / len(texts), 4)))
+        figures.append(RetrieverFigures(name, cold.latency(f"{name} with query embedding"),
+                                        warm.latency(f"{name} without query embedding"), round(hits / len(texts), 4)))
     log("timing store KNN: exact vs binary prefilter + rescoring")
     vectors = [embedder.encode_one(t) for t in texts]
     store_vectors = index.store.vectors
-    exact_ms, fast_ms, overlap = [], [], []
+    store_vectors.knn_fast(vectors[0], k)  # loads the in-memory sign bits once
+    exact_t, fast_t, overlap = Timings(), Timings(), []
     for vec in vectors:
-        exact, ms_e = _timed(lambda: store_vectors.knn_exact(vec, k))
-        fast, ms_f = _timed(lambda: store_vectors.knn_fast(vec, k))
-        exact_ms.append(ms_e)
-        fast_ms.append(ms_f)
+        exact = exact_t.timed(lambda: store_vectors.knn_exact(vec, k))
+        fast = fast_t.timed(lambda: store_vectors.knn_fast(vec, k))
         truth = {pid for pid, _ in exact}
         overlap.append(len(truth & {pid for pid, _ in fast}) / max(len(truth), 1))
     return {
-        "query_embed": latency("query embedding (MiniLM, one text)", embed_ms),
+        "query_embed": embed.latency("query embedding (MiniLM, one text)"),
         "retrievers": figures,
-        "knn_exact": latency(f"store knn_exact k={k}", exact_ms),
-        "knn_fast": latency(f"store knn_fast k={k}", fast_ms),
+        "knn_exact": exact_t.latency(f"store knn_exact k={k}"),
+        "knn_fast": fast_t.latency(f"store knn_fast k={k}"),
         "knn_fast_recall_at_10": round(sum(overlap) / len(overlap), 4),
     }
 

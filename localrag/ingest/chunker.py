@@ -47,6 +47,7 @@ class _Block:
     start: int  # 1-based line of lines[0]
     heading_level: int = 0
     heading_text: str = ""
+    last: int = 0  # 1-based line of lines[-1] when lines are pieces of longer lines (0 = one line each)
 
     @property
     def text(self) -> str:
@@ -54,7 +55,7 @@ class _Block:
 
     @property
     def end(self) -> int:
-        return self.start + len(self.lines) - 1
+        return self.last or self.start + len(self.lines) - 1
 
 
 def _heading(line: str, next_line: str | None, kind: str) -> tuple[int, str] | None:
@@ -118,6 +119,7 @@ def _split_long(block: _Block, max_tokens: int) -> list[_Block]:
     cur: list[str] = []
     cur_start = block.start
     cur_tokens = 0
+    line_no = block.start
     for offset, line in enumerate(block.lines):
         pieces = [line]
         if count_tokens(line) > max_tokens:
@@ -125,13 +127,14 @@ def _split_long(block: _Block, max_tokens: int) -> list[_Block]:
         for piece in pieces:
             t = count_tokens(piece)
             if cur and cur_tokens + t > max_tokens:
-                out.append(_Block(cur, cur_start))
+                out.append(_Block(cur, cur_start, last=line_no))
                 cur, cur_tokens = [], 0
                 cur_start = block.start + offset
             cur.append(piece)
             cur_tokens += t
+            line_no = block.start + offset  # pieces of one line share its line number
     if cur:
-        out.append(_Block(cur, cur_start))
+        out.append(_Block(cur, cur_start, last=line_no))
     return out
 
 

@@ -183,13 +183,14 @@ class FolderWatcher:
 
 @dataclass
 class IndexCycle:
-    """One round of AutoIndexer work: what triggered it and what the sync (and graph) did."""
+    """One step of AutoIndexer work: a sync, or the graph phase that follows it."""
 
-    trigger: ChangeBatch | None  # None: the start-up (or resume) sync
+    trigger: ChangeBatch | None  # the change batch that caused it; None: start-up, resume or re-scan
+    phase: str = "sync"  # "sync" | "graph"
     sync: SyncReport | None = None
-    graph: Any = None  # kg.builder.GraphReport once the graph phase exists
+    graph: Any = None  # kg.builder.GraphReport
     error: str = ""
-    stopped: bool = False  # interrupted by pause or shutdown; the next cycle continues
+    stopped: bool = False  # interrupted (pause, shutdown, a newer change); a later cycle continues
 
 
 SyncProgressFn = Callable[[Progress], None]
@@ -200,13 +201,17 @@ class AutoIndexer:
     """Index once, then keep the index in step with the folder until stopped.
 
     Runs in the caller's thread (``run``); every index write happens there, so there is one
-    writer. ``pause`` interrupts the current sync or graph phase at the next file/passage;
-    ``resume`` runs a full sync, which catches up with whatever changed meanwhile.
+    writer. Each cycle is a sync (reported at once: search sees the change) and then, when
+    the index has one, the graph phase (reported when it ends). ``pause`` interrupts either
+    at the next file/passage; ``resume`` runs a full sync, which catches up with whatever
+    changed meanwhile. ``hold`` keeps the graph phase off the model while the user waits for
+    an answer; ``release`` lets it continue.
     """
 
     def __init__(self, index: Any, *, on_result: Callable[[IndexCycle], None] | None = None,
                  on_sync_progress: SyncProgressFn | None = None, on_graph_progress: GraphProgressFn | None = None,
-                 graph: bool = True, watch: bool = True, debounce_s: float | None = None):
+                 graph: bool = True, watch: bool = True, debounce_s: float | None = None,
+                 graph_llm: Callable[[], Any] | None = None):
         self.index = index
         self.on_result = on_result or (lambda cycle: None)
         self.on_sync_progress = on_sync_progress
@@ -214,10 +219,13 @@ class AutoIndexer:
         self.graph = graph
         self.watch = watch
         self.debounce_s = debounce_s
+        self.graph_llm = graph_llm  # gives the model for extraction (e.g. shared with answering); None: the index's own
         self._queue: queue.Queue[ChangeBatch | None] = queue.Queue()
         self._paused = threading.Event()
+        self._held = threading.Event()
         self._stop = threading.Event()
         self.busy = False  # a sync or graph phase is running
+        self.phase = ""  # "sync" | "graph" | "" (idle)
         self.watching = False
 
     @property
@@ -235,6 +243,14 @@ class AutoIndexer:
         if self._paused.is_set():
             self._paused.clear()
             self._queue.put(None)
+
+    def hold(self) -> None:
+        self._held.set()
+
+    def release(self) -> None:
+        if self._held.is_set():
+            self._held.clear()
+            self._queue.put(None)  # a cheap sync, then the graph phase continues
 
     def request_sync(self) -> None:
         self._queue.put(None)
@@ -261,9 +277,9 @@ class AutoIndexer:
                 except queue.Empty:
                     continue
                 trigger = self._drain(item)
-                if self.paused:
+                if self.paused or stopping():
                     continue  # resume() queues a full sync
-                self.on_result(self._cycle(trigger, stopping))
+                self._cycle(trigger, stopping)
         finally:
             self.watching = False
             if watcher is not None:
@@ -284,18 +300,23 @@ class AutoIndexer:
                 else:
                     merged.merge(item)
 
-    def _cycle(self, trigger: ChangeBatch | None, stopping: Callable[[], bool]) -> IndexCycle:
+    def _cycle(self, trigger: ChangeBatch | None, stopping: Callable[[], bool]) -> None:
+        interrupted = lambda: stopping() or self.paused  # noqa: E731
+        sync = self._guarded(IndexCycle(trigger, "sync"), lambda c: self._sync(c, interrupted))
+        self.on_result(sync)
+        if sync.error or sync.stopped or not self.has_graph_phase or self._held.is_set():
+            return
+        # a newer change pre-empts the slow phase: it continues after that change's sync
+        graph_stop = lambda: interrupted() or self._held.is_set() or not self._queue.empty()  # noqa: E731
+        graph = self._guarded(IndexCycle(trigger, "graph"), lambda c: self._extract(c, graph_stop))
+        self.on_result(graph)
+
+    def _guarded(self, cycle: IndexCycle, work: Callable[[IndexCycle], None]) -> IndexCycle:
         from localrag.store.lock import LockBusy
 
-        cycle = IndexCycle(trigger)
-        interrupted = lambda: stopping() or self.paused  # noqa: E731
-        self.busy = True
+        self.busy, self.phase = True, cycle.phase
         try:
-            cycle.sync = self.index.sync(self.on_sync_progress, interrupted, wait_s=LOCK_WAIT_S)
-            cycle.stopped = interrupted()
-            if self.has_graph_phase and not cycle.stopped:
-                cycle.graph = self._extract(stopping)
-                cycle.stopped = interrupted() or not self._queue.empty()
+            work(cycle)
         except LockBusy as exc:
             cycle.error = f"{exc}; retrying in {LOCK_RETRY_S:.0f} s"
             retry = threading.Timer(LOCK_RETRY_S, self._queue.put, (None,))
@@ -304,11 +325,17 @@ class AutoIndexer:
         except Exception as exc:  # bad input never crashes the watcher: report it
             cycle.error = f"{type(exc).__name__}: {exc}"
         finally:
-            self.busy = False
+            self.busy, self.phase = False, ""
         return cycle
 
-    def _extract(self, stopping: Callable[[], bool]) -> Any:
-        # a newer change pre-empts the slow phase: it resumes after that sync
-        graph_stop = lambda: stopping() or self.paused or not self._queue.empty()  # noqa: E731
+    def _sync(self, cycle: IndexCycle, interrupted: Callable[[], bool]) -> None:
+        cycle.sync = self.index.sync(self.on_sync_progress, interrupted, wait_s=LOCK_WAIT_S)
+        cycle.stopped = interrupted()
+
+    def _extract(self, cycle: IndexCycle, graph_stop: Callable[[], bool]) -> None:
         progress = self.on_graph_progress or (lambda p: None)
-        return self.index.extract_graph(progress, graph_stop)
+        if self.graph_llm is not None:
+            cycle.graph = self.index.extract_graph(progress, graph_stop, llm=self.graph_llm())
+        else:
+            cycle.graph = self.index.extract_graph(progress, graph_stop)
+        cycle.stopped = graph_stop()

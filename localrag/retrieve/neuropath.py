@@ -50,12 +50,17 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
     if mode in ("llm", "llm+rules"):
         llm = ctx.llm()
         cached = ctx.store.cache.get("ner", query, llm.model_id, NER_VERSION)
+        error = ""
         if cached is None:
-            result = call_json(llm, ner_messages(query), ner_schema(), phase="ner", max_tokens=200)
+            result = call_json(llm, ner_messages(query), ner_schema(), phase="ner", max_tokens=200,
+                               validate=_validate_ner)
             cached = [str(e) for e in (result.data or {}).get("named_entities", []) if isinstance(e, str)]
-            ctx.store.cache.put("ner", query, llm.model_id, NER_VERSION, cached)
+            if result.ok:  # a failed reply is not cached: the next ask tries the model again
+                _cache_put(ctx, "ner", query, llm.model_id, NER_VERSION, cached)
+            else:
+                error = result.errors[-1] if result.errors else "no reply"
         grounded = [e for e in cached if normalise_phrase(e) and occurs_in(normalise_phrase(e), norm_q)]
-        trace.step("ner", model=cached, grounded=grounded)
+        trace.step("ner", model=cached, grounded=grounded, **({"error": error} if error else {}))
         found, source = grounded, "llm"
     if not found and mode in ("rules", "llm+rules"):
         from localrag.kg.spans import find_spans
@@ -65,6 +70,20 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
     unique = list(dict.fromkeys(e for e in found if normalise_phrase(e)))
     trace.step("query_entities", entities=unique, source=source)
     return unique
+
+
+def _validate_ner(data: dict) -> str | None:
+    entities = data.get("named_entities")
+    if not isinstance(entities, list) or not all(isinstance(e, str) for e in entities):
+        return "named_entities must be a list of strings"
+    return None
+
+
+def _cache_put(ctx: Context, kind: str, key: str, model: str, version: str, value: object) -> None:
+    try:
+        ctx.store.cache.put(kind, key, model, version, value)
+    except Exception:  # a cache write (the index busy, or read-only) must never fail a question
+        pass
 
 
 def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, str, float]]:
@@ -152,7 +171,7 @@ class NeuroPath:
             expandable = {i for i, p in enumerate(shown) if i >= len(old)}
             names = graph.entity_names(sorted({p.link for p in shown}))
             lines = render(shown, expandable, names)
-            choice = self._ask(ctx, query, lines, len(shown), cfg)
+            choice, errors = self._ask(ctx, query, lines, len(shown), cfg)
             fell_back = choice is None
             if choice is None:
                 state.llm_failed = True
@@ -170,6 +189,7 @@ class NeuroPath:
                              "expandable": i in expandable, "recalled": p.recalled} for i, p in enumerate(shown)],
                 selected=valid_ids, expand=expand_ids, chain=chain, requirement=req, **{"continue": cont},
                 fallback="model reply unusable: paths taken in embedding order" if fell_back else "",
+                errors=errors,  # why replies were rejected (a repaired reply leaves its first error here)
             )
             keep_ids = list(dict.fromkeys(valid_ids + sorted(set(expand_ids) - set(valid_ids))))
             # recalled paths are valid by construction (they come first, strongest first)
@@ -228,11 +248,12 @@ class NeuroPath:
                            phase="track", max_tokens=ctx.settings.llm.json_max_tokens,
                            validate=lambda d: _validate(d, n))
         if not result.ok:
-            return None
+            return None, result.errors
         d = result.data
         valid = list(dict.fromkeys(int(i) for i in d["valid_ids"]))
         expand = list(dict.fromkeys(int(i) for i in d["need_expand_ids"]))
-        return valid, expand, int(d["continue"]), str(d["current_chain"]).strip(), str(d["expansion_requirements"]).strip()
+        choice = (valid, expand, int(d["continue"]), str(d["current_chain"]).strip(), str(d["expansion_requirements"]).strip())
+        return choice, result.errors
 
 
 def _validate(data: dict, n: int) -> str | None:

@@ -244,10 +244,31 @@ END;
 """
 
 
+def _vector_rescoring(dim: int) -> str:
+    """Plain copies of the passage vectors (fast primary-key reads for rescoring, see store/vectors.py)
+    and a change counter that tells in-memory caches when to reload."""
+    return """
+CREATE TABLE passage_f32(id INTEGER PRIMARY KEY, emb BLOB NOT NULL);
+CREATE TABLE vector_state(id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL, count INTEGER NOT NULL);
+INSERT INTO vector_state(id, version, count) VALUES(1, 0, 0);
+CREATE TRIGGER passage_f32_added AFTER INSERT ON passage_f32 BEGIN
+  UPDATE vector_state SET version = version + 1, count = count + 1 WHERE id = 1;
+END;
+CREATE TRIGGER passage_f32_gone AFTER DELETE ON passage_f32 BEGIN
+  UPDATE vector_state SET version = version + 1, count = count - 1 WHERE id = 1;
+END;
+CREATE TRIGGER passages_gone_f32 AFTER DELETE ON passages BEGIN
+  DELETE FROM passage_f32 WHERE id = old.id;
+END;
+INSERT INTO passage_f32(id, emb) SELECT rowid, embedding FROM passage_vec;
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
     Migration(3, "llm_cache", _llm_cache),
     Migration(4, "memory", _memory),
+    Migration(5, "vector_rescoring", _vector_rescoring),
 ]
 

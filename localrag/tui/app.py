@@ -28,7 +28,7 @@ from localrag.retrieve import strategy_names
 from localrag.tui.chat import AnswerBlock, ChatLog, QuestionInput
 from localrag.tui.help import HelpScreen
 from localrag.tui.messages import AnswerFailed, AnswerFinished, AnswerStage, AnswerTokens, IndexCycleDone, ModelState
-from localrag.tui.models import ModelOption, available_models, model_label
+from localrag.tui.models import ModelOption, SharedModel, available_models, model_label
 from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
 from localrag.tui.pathtree import PathTree
 from localrag.tui.progress import IndexProgress, ProgressFeed
@@ -77,7 +77,8 @@ class LocalRagApp(App[None]):
         self.feed = ProgressFeed()
         self.indexer = AutoIndexer(self.index, on_result=self._cycle_finished, on_sync_progress=self.feed.on_sync,
                                    on_graph_progress=self.feed.on_graph, watch=watch,
-                                   graph=graph and settings.index.extractor != "none")
+                                   graph=graph and settings.index.extractor != "none",
+                                   graph_llm=None if settings.llm.index_model else self._graph_model)
         self._stop = threading.Event()
         self._model_lock = threading.Lock()
         self.model_ready = False
@@ -121,13 +122,13 @@ class LocalRagApp(App[None]):
         self._refresh_state()
 
     def on_unmount(self) -> None:
-        self._shutdown()
+        self._stop_background()
 
     async def action_quit(self) -> None:
-        self._shutdown()
+        self._stop_background()
         self.exit()
 
-    def _shutdown(self) -> None:
+    def _stop_background(self) -> None:
         self._stop.set()
         self.indexer.stop()
 
@@ -145,12 +146,12 @@ class LocalRagApp(App[None]):
         if self.indexer.paused:
             return "paused (F7 resumes)"
         if self.indexer.busy or self.cycles_done == 0:
-            return "indexing"
+            return "indexing: building the graph" if self.indexer.phase == "graph" else "indexing: reading files"
         return "watching for changes" if self.indexer.watching else "idle (not watching)"
 
     def _refresh_state(self) -> None:
         state = self._indexing_state()
-        icon = "⏸" if self.indexer.paused else ("⟳" if state == "indexing" else "●")
+        icon = "⏸" if self.indexer.paused else ("⟳" if state.startswith("indexing") else "●")
         line = f"{icon} {state}"
         if self._last_change:
             line += f" · last change: {self._last_change}"
@@ -173,7 +174,8 @@ class LocalRagApp(App[None]):
     def on_index_cycle_done(self, msg: IndexCycleDone) -> None:
         self.cycles_done += 1
         self.last_cycle = msg.cycle
-        self.feed.graph_finished()
+        if msg.cycle.phase == "graph":
+            self.feed.graph_finished()
         if msg.cycle.error:
             self.notify(msg.cycle.error, title="indexing", severity="error", timeout=10)
         if msg.cycle.trigger is not None:
@@ -210,13 +212,22 @@ class LocalRagApp(App[None]):
         self._refresh_status_panel()
 
     # -- model -------------------------------------------------------------------------
+    def _graph_model(self) -> SharedModel:
+        """Extraction borrows the answering model (loaded on its first call) instead of loading a second copy."""
+
+        def loaded():
+            self._load_model()
+            return self.assistant.llm().inner
+
+        return SharedModel(loaded, self.settings.llm)
+
     def _load_model(self) -> None:
         """In a worker thread: load the LLM once, reporting the state to the UI."""
         with self._model_lock:
             if self.model_ready:
                 return
             assistant = self.assistant
-            self.post_message(ModelState("loading", f"loading {self.model_name}…"))
+            self.post_message(ModelState("loading", "loading…"))
             started = time.perf_counter()
             try:
                 llm = assistant.llm()
@@ -225,11 +236,13 @@ class LocalRagApp(App[None]):
                 raise
             if assistant is self.assistant:
                 self.model_ready = True
+                self.model_name = llm.model_id
             seconds = time.perf_counter() - started
-            self.post_message(ModelState("ready", f"{llm.model_id} ready" + ("" if self.stable else f" ({seconds:.1f} s to load)")))
+            self.post_message(ModelState("ready", "loaded" + ("" if self.stable else f" in {seconds:.1f} s")))
 
     def on_model_state(self, msg: ModelState) -> None:
         self.model_state = msg.detail if msg.state != "failed" else f"failed: {msg.detail}"
+        self._update_titles()
         if msg.state == "failed":
             self.notify(msg.detail, title="model", severity="error", timeout=15)
         self._refresh_status_panel()
@@ -288,6 +301,7 @@ class LocalRagApp(App[None]):
 
     def _answer(self, block_id: int, question: str, block: AnswerBlock, strategy: str) -> None:
         """In a worker thread: load the model if needed, retrieve, stream the answer."""
+        self.indexer.hold()  # graph extraction shares the model: keep it free while the user waits
         try:
             if not self.model_ready:
                 self.post_message(AnswerStage(block_id, f"loading the model {self.model_name} "
@@ -313,6 +327,8 @@ class LocalRagApp(App[None]):
             self.post_message(AnswerFailed(block_id, f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(AnswerFinished(block_id, answer))
+        finally:
+            self.indexer.release()
 
     def _block(self, block_id: int) -> AnswerBlock | None:
         found = self.query(f"#answer-{block_id}")

@@ -107,7 +107,8 @@ class AnswerBlock(Vertical):
     AnswerBlock > .stage.error { color: $error; text-style: bold; }
     AnswerBlock > Markdown { margin: 0; padding: 0 1; }
     AnswerBlock > OptionList { height: auto; max-height: 8; border: none; padding: 0 1; }
-    AnswerBlock > .cost { color: $text-muted; padding: 0 1; }
+    AnswerBlock > .cost { color: $text-muted; padding: 0 1; width: 100%; }
+    AnswerBlock > .stage { width: 100%; }
     """
 
     def __init__(self, block_id: int, question: str, **kw: Any) -> None:
@@ -181,10 +182,10 @@ class ChatLog(VerticalScroll):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static(
+        yield Static(Text(
             "Ask a question about your notes and press Enter. Answers cite passages as [1], [2] …: "
             "click a number, or press F2 and pick one, to read it beside the chat. "
-            "F1 help · Ctrl+P commands (strategy, model, indexing).",
+            "F1 help · Ctrl+P commands (strategy, model, indexing)."),
             classes="welcome",
         )
 

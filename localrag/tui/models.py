@@ -52,3 +52,29 @@ def model_label(settings: LLMSettings) -> str:
     except LLMError as exc:
         return f"none ({exc})"
     return f"{choice.path.stem} ({choice.source})"
+
+
+class SharedModel:
+    """The answering model, lent to graph extraction so a big GGUF is loaded once, not twice.
+
+    Loading is deferred to the first extraction call (a queue served from the cache never
+    loads it); ``model_id`` is known before that, as the extraction cache key needs it.
+    """
+
+    def __init__(self, get_llm, settings: LLMSettings):
+        self._get_llm = get_llm  # () -> the loaded backend (the app loads it and reports the state)
+        self._settings = settings
+        self._loaded = None
+
+    @property
+    def model_id(self) -> str:
+        if self._loaded is not None:
+            return self._loaded.model_id
+        if self._settings.url:
+            return self._settings.url_model or "server"
+        return discover(self._settings.model).path.stem
+
+    def chat(self, messages, **kwargs):
+        if self._loaded is None:
+            self._loaded = self._get_llm()
+        return self._loaded.chat(messages, **kwargs)

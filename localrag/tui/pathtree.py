@@ -56,7 +56,15 @@ def short(value: Any, limit: int = MAX_LEAF_CHARS) -> str:
 def _fact(candidate: dict) -> str:
     text = str(candidate.get("text", "")).strip().rstrip(";").strip()
     sim = candidate.get("sim")
-    return f"{short(text)}" + (f"  (sim {sim:.2f})" if isinstance(sim, (int, float)) else "")
+    label = short(text) + (f"  (sim {sim:.2f})" if isinstance(sim, (int, float)) else "")
+    return label + ("  · recalled from memory" if candidate.get("recalled") else "")
+
+
+def _seed(seed: object) -> str:
+    if isinstance(seed, dict) and "entity" in seed:
+        sim = seed.get("sim")
+        return f"{seed.get('query', '?')} → {seed['entity']}" + (f"  (sim {sim:.2f})" if isinstance(sim, (int, float)) else "")
+    return short(seed)
 
 
 def _round_node(root: PathNode, step: dict, index: int) -> None:
@@ -86,13 +94,13 @@ def _round_node(root: PathNode, step: dict, index: int) -> None:
     if "continue" in step:
         hop.add("→ continue to the next hop" if step["continue"] else "■ stop: enough found", style="dim")
     for key, value in step.items():
-        if key not in _ROUND_SHOWN:
-            hop.add(f"{key}: {short(value)}", style="dim")
+        if key not in _ROUND_SHOWN and value not in ("", None, [], {}):
+            hop.add(f"{key}: {short(value)}", style="red" if key in ("fallback", "errors") else "dim")
 
 
 def _generic(root: PathNode, step: dict) -> None:
     name = str(step.get("step", "step"))
-    data = {k: v for k, v in step.items() if k != "step"}
+    data = {k: v for k, v in step.items() if k != "step" and v not in ("", None, [], {})}
     node = root.add(f"{name}: {short(data)}" if data else name)
     for key in ("paths",):
         for path in step.get(key, []) if isinstance(step.get(key), list) else []:
@@ -109,17 +117,24 @@ def build_path_tree(trace: Trace) -> PathNode:
             for s in steps:
                 _generic(how, s)
         return root
-    rounds = [s for s in steps if s.get("step") == "round"]
-    root = PathNode(f"Reasoning path — {trace.strategy}, {len(rounds)} hop{'s' if len(rounds) != 1 else ''}", style="bold")
+    n_rounds = sum(1 for s in steps if s.get("step") == "round")
+    root = PathNode(f"Reasoning path — {trace.strategy}, {n_rounds} hop{'s' if n_rounds != 1 else ''}", style="bold")
+    seen_rounds = 0
     for s in steps:
         name = s.get("step")
         if name == "round":
-            _round_node(root, s, rounds.index(s))
+            _round_node(root, s, seen_rounds)
+            seen_rounds += 1
         elif name == "seeds":
-            seeds = root.add("Seeds", style="bold")
+            seeds = root.add("Seeds (question entities → graph entities)", style="bold")
+            for seed in s.get("seeds", []) if isinstance(s.get("seeds"), list) else []:
+                seeds.add(_seed(seed))
             for key, value in s.items():
-                if key != "step":
+                if key not in ("step", "seeds"):
                     seeds.add(f"{key}: {short(value)}")
+        elif name == "query_entities":
+            entities = s.get("entities") or []
+            root.add(f"Question entities: {short(entities) or 'none'}" + (f" ({s['source']})" if s.get("source") else ""))
         elif name == "memory":
             recalled = s.get("recalled_edges", 0)
             mem = root.add(f"Memory: recalled {recalled} edge{'s' if recalled != 1 else ''}", style="magenta")

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, ProgressBar
@@ -70,7 +71,7 @@ class PhaseRow(Horizontal):
     PhaseRow { height: 1; }
     PhaseRow > .phase-name { width: 10; text-style: bold; }
     PhaseRow > ProgressBar { width: 36; }
-    PhaseRow > .phase-detail { width: 1fr; color: $text-muted; }
+    PhaseRow > .phase-detail { width: 1fr; color: $text-muted; margin-left: 2; }
     """
 
     def __init__(self, name: str, unit: str, **kw: Any) -> None:
@@ -92,7 +93,7 @@ class PhaseRow(Horizontal):
                 text += f"  {format_rate(self.meter.rate(), self.unit)}  {format_eta(self.meter.eta_s(total))}"
         else:
             self.meter.reset()
-        self.query_one(".phase-detail", Label).update(text)
+        self.query_one(".phase-detail", Label).update(Text(text))
 
 
 class IndexProgress(Vertical):

@@ -71,8 +71,8 @@ class SourcePanel(VerticalScroll):
         self.citation: Citation | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("No citation open", id="source-title")
-        yield Label("Pick a numbered citation under an answer (F2, or click [n] in the text).", id="source-meta")
+        yield Label(Text("No citation open"), id="source-title")
+        yield Label(Text("Pick a numbered citation under an answer (F2, or click [n] in the text)."), id="source-meta")
         yield Label("", id="source-note")
         yield Static("", id="source-body")
 
