@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -15,6 +16,8 @@ import pytest
 
 from localrag.api import Assistant
 from localrag.llm.base import LLMError, Reply, Usage
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "notes"
 
 _PASSAGE = re.compile(r'<passage n="(\d+)" source="([^"]*)" title="[^"]*">\n(.*?)\n</passage>', re.S)
 _QUESTION = re.compile(r"Question: (.*?)\n", re.S)
@@ -115,13 +118,37 @@ async def ask(pilot, question: str, timeout: float = 60.0):
     return app.query(ChatLog).first().latest()
 
 
+@pytest.fixture(scope="session")
+def prebuilt_notes(tmp_path_factory, embedder) -> Path:
+    """examples/notes indexed once per session (fast phase only), so each test starts from a warm index."""
+    from localrag.api import Index
+    from localrag.config import load_settings
+
+    folder = tmp_path_factory.mktemp("prebuilt") / "notes"
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".localrag"))
+    index = Index(load_settings(folder, {}, env={}), embedder)
+    try:
+        index.sync()
+    finally:
+        index.close()
+    return folder
+
+
 @pytest.fixture
-def tui_app(notes_dir: Path, embedder):
-    """A factory: tui_app(**options) -> LocalRagApp on a temporary copy of examples/notes."""
+def indexed_notes(prebuilt_notes: Path, tmp_path: Path) -> Path:
+    """A writable copy of the prebuilt folder and its index (mtimes kept: the start-up sync finds nothing to do)."""
+    dst = tmp_path / "warm" / "notes"
+    shutil.copytree(prebuilt_notes, dst, copy_function=shutil.copy2)
+    return dst
+
+
+@pytest.fixture
+def tui_app(indexed_notes: Path, embedder):
+    """A factory: tui_app(**options) -> LocalRagApp on ``indexed_notes``; ``folder=`` picks another folder."""
     apps = []
 
-    def make(**options):
-        app = make_tui_app(notes_dir, embedder, **options)
+    def make(folder: Path | None = None, **options):
+        app = make_tui_app(folder or indexed_notes, embedder, **options)
         apps.append(app)
         return app
 

@@ -10,11 +10,14 @@ max_tokens so small that every JSON reply is cut.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from localrag.answer import EMPTY_ANSWER
 from localrag.api import Assistant, Index
+from localrag.config import load_settings
 from localrag.llm.base import LLMError, Reply, Usage
 from localrag.llm.jsoncall import call_json
 from localrag.records import Triple
@@ -67,19 +70,42 @@ JSON_FAULTS = {
 }
 
 
-@pytest.fixture
-def graph_index(tmp_path, settings_for, embedder):
-    d = tmp_path / "kb"
+@pytest.fixture(scope="module")
+def built_folder(tmp_path_factory, embedder) -> Path:
+    """The notes, indexed once (fast phase only); tests work on copies."""
+    d = tmp_path_factory.mktemp("model-output") / "kb"
     d.mkdir()
     for name, text in NOTES.items():
         (d / name).write_text(text)
-    idx = Index(settings_for(d, **{"neuropath.ner": "llm+rules", "memory.enabled": False}), embedder)
+    idx = Index(load_settings(d, env={}), embedder)
     idx.sync()
+    idx.close()
+    return d
+
+
+@pytest.fixture
+def copy_index(built_folder, tmp_path, embedder):
+    opened: list[Index] = []
+
+    def make(name: str = "kb", **overrides) -> Index:
+        d = tmp_path / name
+        shutil.copytree(built_folder, d)
+        idx = Index(load_settings(d, overrides, env={}), embedder)
+        opened.append(idx)
+        return idx
+
+    yield make
+    for idx in opened:
+        idx.close()
+
+
+@pytest.fixture
+def graph_index(copy_index, embedder):
+    idx = copy_index(**{"neuropath.ner": "llm+rules", "memory.enabled": False})
     for name, triples in TRIPLES.items():
         (p,) = idx.store.docs.passages_of(name)
         idx.store.graph.write_extraction(p.id, [Triple(*t) for t in triples], [], embedder.encode)
-    yield idx
-    idx.close()
+    return idx
 
 
 def _phases(llm: ScriptedLLM) -> list[str]:
@@ -274,15 +300,9 @@ def test_backend_error_in_answer_is_a_clear_llm_error(graph_index, monkeypatch):
 # -- graph extraction -------------------------------------------------------------------------------------
 
 @pytest.fixture
-def plain_index(tmp_path, settings_for, embedder):
+def plain_index(copy_index):
     def make(extractor: str) -> Index:
-        d = tmp_path / f"plain-{extractor}"
-        d.mkdir()
-        for name, text in NOTES.items():
-            (d / name).write_text(text)
-        idx = Index(settings_for(d, **{"index.extractor": extractor}), embedder)
-        idx.sync()
-        return idx
+        return copy_index(f"plain-{extractor}", **{"index.extractor": extractor})
 
     return make
 
@@ -306,7 +326,6 @@ def test_extraction_fault_is_recorded_and_rules_fill_in(plain_index, fault):
     assert len(failures) == n and all(reason and fallback for _, reason, fallback in failures)
     assert idx.store.graph.counts().facts > 0, "the rules extractor filled the graph"
     assert idx.store.graph.queue_length() == 0
-    idx.close()
 
 
 def test_extraction_fault_without_fallback_is_recorded_as_failed(plain_index):
@@ -316,7 +335,6 @@ def test_extraction_fault_without_fallback_is_recorded_as_failed(plain_index):
     assert report.failed == n and report.remaining == 0
     reasons = {r for _, r, fb in idx.store.graph.failures() if not fb}
     assert reasons == {"reply cut at max_tokens before the JSON ended"}
-    idx.close()
 
 
 def test_extraction_repetition_is_deduplicated(plain_index):
@@ -332,7 +350,6 @@ def test_extraction_repetition_is_deduplicated(plain_index):
     assert report.rejected.get("duplicate") == 49
     names = {(f.head_name, f.relation, f.tail_name) for f in idx.store.graph.all_facts()}
     assert ("vessby", "lies on", "river orle") in names
-    idx.close()
 
 
 def test_extraction_backend_errors_give_up_after_max_attempts(plain_index):
@@ -346,30 +363,23 @@ def test_extraction_backend_errors_give_up_after_max_attempts(plain_index):
     assert all("connection refused" in r for _, r, _ in idx.store.graph.failures())
     failed_calls = idx.store.one("SELECT COUNT(*) FROM llm_calls WHERE ok = 0")[0]
     assert failed_calls == n * attempts
-    idx.close()
 
 
 # -- the real model, starved of tokens --------------------------------------------------------------------
 
-def test_real_model_with_tiny_max_tokens_records_failures_and_falls_back(bundled_model, embedder,
-                                                                        settings_for, tmp_path):
-    d = tmp_path / "real"
-    d.mkdir()
-    for name, text in NOTES.items():
-        (d / name).write_text(text)
-    settings = settings_for(d, **{
+def test_real_model_with_tiny_max_tokens_records_failures_and_falls_back(bundled_model, copy_index):
+    idx = copy_index("real", **{
         "llm.model": str(bundled_model), "llm.json_max_tokens": 8, "llm.answer_max_tokens": 8,
-        "index.extract_max_tokens": 8, "index.extractor": "llm+rules", "neuropath.ner": "llm+rules",
+        "index.extract_max_tokens": 8, "index.extractor": "llm+rules", "neuropath.ner": "rules",
+        "llm.n_threads": 1,  # llama.cpp spinning on every core is many times slower on a busy machine
     })
-    idx = Index(settings, embedder)
-    idx.sync()
     report = idx.extract_graph()
     n = idx.store.docs.passage_count()
     assert report.passages == n and report.remaining == 0
     failures = idx.store.graph.failures()
     assert len(failures) == n and all(fb for _, _, fb in failures)
     assert {r for _, r, _ in failures} == {"reply cut at max_tokens before the JSON ended"}
-    assert idx.store.graph.counts().facts > 0
+    assert idx.store.graph.counts().facts > 0, "the rules fallback filled the graph"
     answer = Assistant(idx).ask(QUESTION, strategy="neuropath")
     rounds = [s for s in answer.retrieval.trace.steps if s["step"] == "round"]
     assert rounds and rounds[0]["fallback"]
@@ -379,4 +389,3 @@ def test_real_model_with_tiny_max_tokens_records_failures_and_falls_back(bundled
     assert answer.text and answer.citations
     logged = idx.store.calls.totals_by_phase()
     assert logged["index"][0] == 2 * n and logged["track"][0] >= 2 and logged["answer"][0] == 1
-    idx.close()

@@ -137,3 +137,23 @@ def test_no_entities_means_dense_without_tracking(graph_index):
     assert any(s["step"] == "fallback" for s in r.trace.steps)
     assert [c[0] for c in llm.calls] == ["ner"]
     assert r.passages[0].passage.path == "bakery.md"
+
+
+def test_too_broad_selection_is_narrowed_by_similarity(graph_index):
+    def respond(messages, schema, phase):
+        if phase == "ner":
+            return {"named_entities": ["Mira Okafor", "Vessby", "Heron project"]}
+        n = sum(1 for line in messages[-1]["content"].splitlines() if line.split(":")[0].isdigit())
+        return {"current_chain": "", "valid_ids": list(range(n)), "expansion_requirements": "",
+                "need_expand_ids": [], "continue": 0}
+
+    (p,) = graph_index.store.docs.passages_of("mira.md")
+    extra = [("mira okafor", "leads", "heron project"), ("mira okafor", "born in", "vessby"),
+             ("mira okafor", "works at", "institute"), ("mira okafor", "likes", "rye bread")]
+    graph_index.store.graph.write_extraction(p.id, [Triple(*t) for t in extra], [], graph_index.embedder.encode)
+    r = Assistant(graph_index, llm=ScriptedLLM(respond)).retrieve(QUESTION, "neuropath", 5)
+    rnd = next(s for s in r.trace.steps if s["step"] == "round")
+    assert len(rnd["candidates"]) == 4  # the four facts of the one grounded seed
+    assert "too broad" in rnd["fallback"] and len(rnd["selected"]) == 3
+    sims = {c["id"]: c["sim"] for c in rnd["candidates"]}
+    assert sorted(sims.values(), reverse=True)[:3] == sorted((sims[i] for i in rnd["selected"]), reverse=True)

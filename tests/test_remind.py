@@ -281,13 +281,17 @@ def test_remind_end_to_end_with_the_bundled_model(kb, bundled_model):
     kb.settings.llm.model = str(bundled_model)
     kb.settings.remind.max_jumps = 3
     kb.settings.remind.max_llm_calls = 8
+    kb.settings.remind.seed_passages = 0  # nothing collected before the walk: at least one move, then the judge
     answer = Assistant(kb).ask(QUESTION, strategy="remind")
     r = answer.retrieval
     stop = steps(r, "stop")[0]
-    assert stop["reason"] and stop["jumps"] <= 3 and stop["iterations"] <= 6
+    assert stop["reason"] and 1 <= stop["jumps"] <= 3 and stop["iterations"] <= 6
+    assert steps(r, "move")[0]["kind"] == "shortcut"
     assert len(r.trace.calls) <= 8 and {c.phase for c in r.trace.calls} <= {"traverse", "memory"}
+    assert all(c.prompt_tokens > 0 and c.completion_tokens > 0 for c in r.trace.calls)
+    assert steps(r, "memory")[0]["mode"]  # labelled, or why memory was not updated
     assert [c.phase for c in answer.calls].count("answer") == 1
     assert len(answer.calls) == len(r.trace.calls) + 1
-    assert r.passages and r.passages[0].source == "seed"
+    assert r.passages and r.passages[0].source == "path"
     assert len({sp.passage.id for sp in r.passages}) == len(r.passages) >= 5
     assert answer.text and answer.citations

@@ -14,14 +14,13 @@ from rich.console import Console
 from textual.widgets import Markdown, OptionList, TabbedContent
 
 from conftest_tui import StreamingScriptedLLM, ask, wait_indexed, wait_until
+from conftest_tui import indexed_notes, prebuilt_notes, tui_app  # noqa: F401  (fixtures)
 from localrag.api import Assistant
 from localrag.tui.chat import QuestionInput
 from localrag.tui.help import HelpScreen
 from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
 from localrag.tui.pathtree import PathTree
 from localrag.tui.source import SourcePanel
-
-pytest_plugins = ["conftest_tui"]
 
 SIZE = (150, 45)
 
@@ -40,8 +39,8 @@ def run(coro) -> None:
     asyncio.run(coro)
 
 
-def test_index_ask_stream_and_open_citations(tui_app) -> None:
-    app = tui_app()
+def test_index_ask_stream_and_open_citations(tui_app, notes_dir: Path) -> None:
+    app = tui_app(notes_dir)  # not indexed yet: the app indexes it from scratch
 
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
@@ -115,7 +114,7 @@ def test_history_walks_back_and_forth(tui_app) -> None:
     run(scenario())
 
 
-def test_edited_note_is_picked_up_by_the_watcher(tui_app, notes_dir: Path) -> None:
+def test_edited_note_is_picked_up_by_the_watcher(tui_app, indexed_notes: Path) -> None:
     app = tui_app()
 
     async def scenario() -> None:
@@ -124,7 +123,7 @@ def test_edited_note_is_picked_up_by_the_watcher(tui_app, notes_dir: Path) -> No
             block = await ask(pilot, "What is the name of Wenna Strake's pet heron?")
             assert "Bartholomew" not in block.answer.text
 
-            note = notes_dir / "people" / "wenna-strake.md"
+            note = indexed_notes / "people" / "wenna-strake.md"
             note.write_text(note.read_text() + "\nWenna Strake's pet heron is called Bartholomew Quillfeather.\n")
             done = app.cycles_done
             await wait_until(pilot, lambda: app.cycles_done > done and app.last_cycle.trigger is not None, 30,
@@ -136,7 +135,7 @@ def test_edited_note_is_picked_up_by_the_watcher(tui_app, notes_dir: Path) -> No
             block = await ask(pilot, "What is the name of Wenna Strake's pet heron?")
             top = block.answer.citations[0] if block.answer.citations[0].cited else None
             assert top is not None and top.passage.path == "people/wenna-strake.md"
-            assert "Bartholomew Quillfeather" in block.answer.text
+            assert "Bartholomew Quillfeather" in top.passage.text
             app.open_citation(block, top.number)
             await pilot.pause()
             assert "Bartholomew Quillfeather" in text_of(app.query_one("#source-body").content)
@@ -144,7 +143,7 @@ def test_edited_note_is_picked_up_by_the_watcher(tui_app, notes_dir: Path) -> No
     run(scenario())
 
 
-def test_deleted_note_is_gone_from_results(tui_app, notes_dir: Path) -> None:
+def test_deleted_note_is_gone_from_results(tui_app, indexed_notes: Path) -> None:
     app = tui_app()
     question = "How high is Mount Skelda?"
 
@@ -154,7 +153,7 @@ def test_deleted_note_is_gone_from_results(tui_app, notes_dir: Path) -> None:
             before = await ask(pilot, question)
             assert "trip-brannoch-vale-2023.md" in [c.passage.path for c in before.answer.citations]
 
-            (notes_dir / "trip-brannoch-vale-2023.md").unlink()
+            (indexed_notes / "trip-brannoch-vale-2023.md").unlink()
             done = app.cycles_done
             await wait_until(pilot, lambda: app.cycles_done > done and app.last_cycle.trigger is not None, 30,
                              "the watcher's sync")
@@ -299,7 +298,7 @@ def test_model_errors_are_shown_in_the_chat_not_raised(tui_app) -> None:
     run(scenario())
 
 
-def test_stop_and_resume_indexing(tui_app, notes_dir: Path) -> None:
+def test_stop_and_resume_indexing(tui_app, indexed_notes: Path) -> None:
     app = tui_app()
 
     async def scenario() -> None:
@@ -308,7 +307,7 @@ def test_stop_and_resume_indexing(tui_app, notes_dir: Path) -> None:
             await pilot.press("f7")
             assert app.indexer.paused and "paused" in str(app.query_one("#index-state").content)
             done = app.cycles_done
-            (notes_dir / "saltreach.md").write_text("# Saltreach\n\nRewritten while indexing was stopped.\n")
+            (indexed_notes / "saltreach.md").write_text("# Saltreach\n\nRewritten while indexing was stopped.\n")
             await pilot.pause(1.5)
             assert app.cycles_done == done
             await pilot.press("f7")
@@ -318,8 +317,8 @@ def test_stop_and_resume_indexing(tui_app, notes_dir: Path) -> None:
     run(scenario())
 
 
-def test_skipped_files_are_notified_and_listed(tui_app, notes_dir: Path) -> None:
-    (notes_dir / "scan.md").write_bytes(b"\x00\x01binary\x00" * 10)
+def test_skipped_files_are_notified_and_listed(tui_app, indexed_notes: Path) -> None:
+    (indexed_notes / "scan.md").write_bytes(b"\x00\x01binary\x00" * 10)
     app = tui_app()
 
     async def scenario() -> None:
@@ -333,7 +332,7 @@ def test_skipped_files_are_notified_and_listed(tui_app, notes_dir: Path) -> None
             assert "scan.md" in listed and "binary" in listed
 
             done = app.cycles_done
-            (notes_dir / "empty.md").write_text("")
+            (indexed_notes / "empty.md").write_text("")
             await wait_until(pilot, lambda: app.cycles_done > done, 30, "the watcher's sync")
             messages = [n.message for n in app._notifications]
             assert any(m.startswith("empty.md: empty") for m in messages)

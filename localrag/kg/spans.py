@@ -127,14 +127,21 @@ def find_spans(text: str, title: str = "") -> list[Span]:
             add(inner, m.start(), m.end(), "quoted")
     for m in _DATE.finditer(text):
         add(m.group(0), m.start(), m.end(), "date")
+    found: list[tuple[str, int, bool]] = []  # (name, start, opens its sentence)
     for s_start, s_end in sentences(text):
         sentence = text[s_start:s_end]
         for m in _NAME.finditer(sentence):
-            at_start = not sentence[: m.start()].strip()
+            at_start = not sentence[: m.start()].strip("([\"“'* ")
             trimmed = _trim_name(m.group(0), s_start + m.start(), at_start)
             if trimmed is not None:
-                name, start = trimmed
-                add(name, start, start + len(name), "name")
+                found.append((trimmed[0], trimmed[1], at_start and trimmed[1] == s_start + m.start()))
+    # a lone capitalised word that opens a sentence ("Owned by …", "Fog rolls …") is a name only
+    # if the text also capitalises it mid-sentence, or it is the title
+    mid_sentence = {name for name, _, opens in found if not opens}
+    for name, start, opens in found:
+        if opens and " " not in name and name not in mid_sentence and name != title:
+            continue
+        add(name, start, start + len(name), "name")
     for m in _NUMBER.finditer(text):
         add(m.group(0), m.start(), m.end(), "number")
     if title:

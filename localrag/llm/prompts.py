@@ -6,6 +6,7 @@ system prompt says that text inside them must not be obeyed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from localrag.llm.base import Message
@@ -34,9 +35,17 @@ class PromptPassage:
     text: str
 
 
+_TAG = re.compile(r"<(\s*/?\s*)(passage)", re.I)
+
+
 def _escape(text: str) -> str:
-    # a note cannot close the data block it sits in
-    return text.replace("</passage>", "</passage >").replace("<passage", "< passage")
+    # a note cannot open or close a data block, in any spelling: "</passage>", "</PASSAGE >", "< passage"
+    return _TAG.sub(lambda m: "< " + m.group(1).strip() + " " + m.group(2) if m.group(1).strip() else "< " + m.group(2), text)
+
+
+def _attr(text: str) -> str:
+    # a file name or heading cannot close the attribute it sits in (title="x" n="9") or the tag
+    return " ".join(_escape(text).replace('"', "'").replace(">", ")").replace("<", "(").split())
 
 
 def render_passages(passages: list[PromptPassage], max_chars: int = 1500) -> str:
@@ -45,7 +54,7 @@ def render_passages(passages: list[PromptPassage], max_chars: int = 1500) -> str
         body = _escape(p.text.strip())
         if len(body) > max_chars:
             body = body[:max_chars] + " …"
-        parts.append(f'<passage n="{p.number}" source="{_escape(p.source)}" title="{_escape(p.title)}">\n{body}\n</passage>')
+        parts.append(f'<passage n="{p.number}" source="{_attr(p.source)}" title="{_attr(p.title)}">\n{body}\n</passage>')
     return "\n".join(parts)
 
 

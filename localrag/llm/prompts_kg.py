@@ -14,7 +14,7 @@ import json
 from localrag.llm.base import Message
 from localrag.llm.prompts import _escape
 
-KG_VERSION = "kg-v1"
+KG_VERSION = "kg-v2"
 
 MAX_NAME_CHARS = 80
 MAX_RELATION_CHARS = 48
@@ -64,25 +64,34 @@ def kg_messages(text: str, title: str, candidates: list[str] | None = None) -> l
     ]
 
 
-def kg_schema(max_triples: int, candidates: list[str] | None = None) -> dict:
-    """Bounded triple schema; with ``candidates`` heads and tails must be one of them."""
-    if candidates:
-        entity: dict = {"type": "string", "enum": list(candidates)}
-    else:
-        entity = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS}
-    triple = {
+def _triple(head: dict, tail: dict) -> dict:
+    return {
         "type": "object",
         "properties": {
-            "head": entity,
+            "head": head,
             "relation": {"type": "string", "minLength": 1, "maxLength": MAX_RELATION_CHARS},
-            "tail": entity,
+            "tail": tail,
         },
         "required": ["head", "relation", "tail"],
         "additionalProperties": False,
     }
+
+
+def kg_schema(max_triples: int, candidates: list[str] | None = None) -> dict:
+    """Bounded triple schema. With ``candidates`` each triple is one of N alternatives, one per
+    head, whose tail is any *other* candidate: the grammar itself rules out head == tail and
+    any name that is not in the passage (SmolLM2 otherwise fills the list with "X rel X")."""
+    if candidates:
+        item: dict = {"anyOf": [
+            _triple({"type": "string", "enum": [head]}, {"type": "string", "enum": [c for c in candidates if c != head]})
+            for head in candidates
+        ]}
+    else:
+        name = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS}
+        item = _triple(name, name)
     return {
         "type": "object",
-        "properties": {"triples": {"type": "array", "items": triple, "minItems": 1, "maxItems": max_triples}},
+        "properties": {"triples": {"type": "array", "items": item, "minItems": 1, "maxItems": max_triples}},
         "required": ["triples"],
         "additionalProperties": False,
     }

@@ -27,6 +27,7 @@ from localrag.retrieve.hybrid import hybrid_ranked, rrf
 from localrag.retrieve.paths import Path, dedupe, first_hop, next_hop, path_docs, prune, render, with_coref, embed_text
 
 FALLBACK_VALID = 3  # paths taken in embedding order when the model's choice is unusable
+BROAD_SHARE = 0.4  # a selection of more than this share of the shown paths is no selection
 
 
 @dataclass
@@ -173,6 +174,7 @@ class NeuroPath:
             lines = render(shown, expandable, names)
             choice, errors = self._ask(ctx, query, lines, len(shown), cfg)
             fell_back = choice is None
+            broad = False
             if choice is None:
                 state.llm_failed = True
                 valid_ids = _by_sim(shown, FALLBACK_VALID)
@@ -182,13 +184,20 @@ class NeuroPath:
                 if not valid_ids and not expand_ids:
                     fell_back = True
                     valid_ids, cont = _by_sim(shown, FALLBACK_VALID), 0
+                elif len(valid_ids) > max(FALLBACK_VALID, int(BROAD_SHARE * len(shown))):
+                    # "everything is relevant" (a tiny model counting 1, 2, 3 …) selects nothing:
+                    # keep the selected paths most similar to g, and say so in the trace
+                    broad = True
+                    valid_ids = sorted(valid_ids, key=lambda i: (-shown[i].sim, i))[:FALLBACK_VALID]
+                    expand_ids = [i for i in expand_ids if i in valid_ids]
             expand_ids = [i for i in expand_ids if i in expandable or shown[i].text not in expanded]
             trace.step(
                 "round", round=state.rounds, g=g,
                 candidates=[{"id": i, "text": p.text.strip(), "sim": round(p.sim, 4), "docs": list(p.docs),
                              "expandable": i in expandable, "recalled": p.recalled} for i, p in enumerate(shown)],
                 selected=valid_ids, expand=expand_ids, chain=chain, requirement=req, **{"continue": cont},
-                fallback="model reply unusable: paths taken in embedding order" if fell_back else "",
+                fallback="model reply unusable: paths taken in embedding order" if fell_back
+                else ("selection too broad: kept the selected paths most similar to g" if broad else ""),
                 errors=errors,  # why replies were rejected (a repaired reply leaves its first error here)
             )
             keep_ids = list(dict.fromkeys(valid_ids + sorted(set(expand_ids) - set(valid_ids))))

@@ -181,6 +181,25 @@ class Graph:
         row = self.s.one("SELECT version FROM graph_state WHERE id = 1")
         return int(row[0]) if row else 0
 
+    def orphans(self) -> dict[str, int]:
+        """Rows that garbage collection should have removed (all zero in a healthy index)."""
+        checks = {
+            "facts without sources": "SELECT COUNT(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact = f.id)",
+            "entities without facts or mentions": (
+                "SELECT COUNT(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity = e.id) "
+                "AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.head = e.id OR f.tail = e.id)"),
+            "entities without vectors": "SELECT COUNT(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM entity_vec v WHERE v.rowid = e.id)",
+            "vectors without entities": "SELECT COUNT(*) FROM entity_vec v WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = v.rowid)",
+            "coref rows without entities": (
+                "SELECT COUNT(*) FROM coref c WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = c.entity) "
+                "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = c.alias)"),
+            "fact sources without passages": (
+                "SELECT COUNT(*) FROM fact_sources s WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.id = s.passage)"),
+            "mentions without passages": "SELECT COUNT(*) FROM mentions m WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.id = m.passage)",
+            "dirty coref rows": "SELECT COUNT(*) FROM coref_dirty",
+        }
+        return {name: int(self.s.one(sql)[0]) for name, sql in checks.items()}
+
     def failures(self, limit: int = 50) -> list[tuple[int, str, bool]]:
         """(passage, reason, fallback used) of recorded extraction failures, newest first."""
         rows = self.s.query("SELECT passage, reason, fallback FROM extraction_failures ORDER BY at DESC LIMIT ?", (limit,))

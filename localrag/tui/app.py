@@ -16,6 +16,7 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, OptionList, TabbedContent, TabPane
 
@@ -150,6 +151,8 @@ class LocalRagApp(App[None]):
         return "watching for changes" if self.indexer.watching else "idle (not watching)"
 
     def _refresh_state(self) -> None:
+        if not self.query(IndexProgress):
+            return  # shutting down
         state = self._indexing_state()
         icon = "⏸" if self.indexer.paused else ("⟳" if state.startswith("indexing") else "●")
         line = f"{icon} {state}"
@@ -158,7 +161,7 @@ class LocalRagApp(App[None]):
         self.query_one(IndexProgress).set_state(line)
 
     def _refresh_status_panel(self) -> None:
-        if self.last_status is not None:
+        if self.last_status is not None and self.query(StatusPanel):
             self.query_one(StatusPanel).show_status(
                 self.last_status, strategy=self.strategy, model=f"{self.model_name} — {self.model_state}",
                 indexing=self._indexing_state(), last_change=self._last_change, stable=self.stable)
@@ -172,6 +175,12 @@ class LocalRagApp(App[None]):
         self.post_message(IndexCycleDone(cycle, status))
 
     def on_index_cycle_done(self, msg: IndexCycleDone) -> None:
+        try:
+            self._show_cycle(msg)
+        except NoMatches:
+            pass  # the app is closing: its widgets are gone
+
+    def _show_cycle(self, msg: IndexCycleDone) -> None:
         self.cycles_done += 1
         self.last_cycle = msg.cycle
         if msg.cycle.phase == "graph":

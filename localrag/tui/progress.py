@@ -121,13 +121,16 @@ class IndexProgress(Vertical):
         self.set_interval(SAMPLE_S, self.sample)
 
     def set_state(self, text: str) -> None:
-        self.query_one("#index-state", Label).update(text)
+        for label in self.query("#index-state").results(Label):
+            label.update(Text(text))
 
     def set_status(self, status: IndexStatus | None) -> None:
         self.status = status
         self.sample()
 
     def sample(self) -> None:
+        if len(self.query(PhaseRow)) < 2:
+            return  # not mounted yet, or being removed
         passages, graph = self.feed.snapshot()
         st = self.status
         row = self.query_one("#row-passages", PhaseRow)

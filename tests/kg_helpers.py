@@ -1,0 +1,71 @@
+"""Knowledge-graph test helpers: small note folders, settings, graph snapshots (fixtures: conftest_kg)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from localrag.api import Index
+from localrag.config import Settings, load_settings
+
+NOTES = {
+    "ada-lovelace.md": (
+        "# Ada Lovelace\n\n"
+        "Ada Lovelace was born in London in 1815. She worked with Charles Babbage on the Analytical Engine.\n\n"
+        "Her notes were translated by Luigi Menabrea. See [[Charles Babbage]].\n"
+    ),
+    "charles-babbage.md": (
+        "# Charles Babbage\n\n"
+        "Charles Babbage designed the Difference Engine in London. He was a professor at Cambridge University.\n"
+    ),
+    "mary-somerville.md": (
+        "# Mary Somerville\n\n"
+        "Mary Somerville tutored Ada Lovelace. She wrote \"On the Connexion of the Physical Sciences\" in 1834.\n\n"
+        "She met [Charles Babbage](charles-babbage.md) in London.\n"
+    ),
+}
+
+
+def write_notes(folder: Path, notes: dict[str, str] = NOTES) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in notes.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def kg_settings(folder: Path, **overrides) -> Settings:
+    values = {"index.extractor": "rules"}
+    values.update(overrides)
+    return load_settings(folder, values, env={})
+
+
+@dataclass(frozen=True)
+class GraphSnapshot:
+    """The graph by names (ids differ between databases), for comparing two indexes."""
+
+    entities: frozenset[str]
+    facts: frozenset[tuple[str, str, str]]
+    sources: frozenset[tuple[tuple[str, str, str], str]]  # (fact, passage sha)
+    mentions: frozenset[tuple[str, str]]  # (entity, passage sha)
+    coref: frozenset[tuple[str, str]]
+    queued: int
+
+
+def snapshot(index: Index) -> GraphSnapshot:
+    g = index.store.graph
+    names = g.all_entities()
+    shas = {p.id: p.sha256 for p in index.store.docs.passages(index.store.docs.all_passage_ids())}
+    facts = {f.id: (f.head_name, f.relation, f.tail_name) for f in g.all_facts()}
+    return GraphSnapshot(
+        frozenset(names.values()),
+        frozenset(facts.values()),
+        frozenset((facts[f], shas[p]) for f, p, _ in g.all_fact_sources()),
+        frozenset((names[e], shas[p]) for e, p in g.all_mentions()),
+        frozenset((names[e], names[a]) for e, a, _ in g.all_coref()),
+        g.queue_length(),
+    )
+
+
+def assert_healthy(index: Index) -> None:
+    assert index.store.integrity_check() == "ok"
+    assert all(n == 0 for n in index.store.graph.orphans().values()), index.store.graph.orphans()
