@@ -62,16 +62,18 @@ class Index:
             return sync_folder(self.store, self.folder, self.settings.index, self.embedder, progress, should_stop)
 
     def extract_graph(self, progress: Callable[["GraphProgress"], None] | None = None,
-                      should_stop: Callable[[], bool] | None = None, llm=None) -> "GraphReport":
+                      should_stop: Callable[[], bool] | None = None, llm=None,
+                      wait_s: float = 0.0) -> "GraphReport":
         """The graph phase: drain the extraction queue (resumable; one passage per transaction).
 
         ``llm=None`` loads the configured index model on first need (none with extractor "rules").
-        One graph builder per index at a time; the fast phase (sync) may run alongside it.
+        One graph builder per index at a time (LockBusy after ``wait_s``); the fast phase (sync)
+        may run alongside it.
         """
         from localrag.kg.builder import GraphBuilder
 
         db = self.settings.db_path
-        with writer_lock(db if str(db) == ":memory:" else Path(str(db) + "-graph")):
+        with writer_lock(db if str(db) == ":memory:" else Path(str(db) + "-graph"), wait_s=wait_s):
             return GraphBuilder(self.store, self.embedder, self.settings, llm=llm).run(progress, should_stop)
 
     def graph_figures(self) -> dict[str, int]:
@@ -161,7 +163,7 @@ class Assistant:
             raise ValueError("the question is empty")
         name = self.resolve_strategy(strategy)
         calls: list[LLMCallRecord] = []
-        qid = self.index.store.calls.start_query(question, name)
+        qid = self._log_query(lambda: self.index.store.calls.start_query(question, name))
         self._current.query_id = qid
         started = time.perf_counter()
         try:
@@ -180,8 +182,21 @@ class Assistant:
             self._current.query_id = None
         result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
                         notes=memory_notes(retrieval.trace) + reply_notes)
-        self.index.store.calls.finish_query(qid, text, result.to_json()["trace"])
+        if qid is not None:
+            self._log_query(lambda: self.index.store.calls.finish_query(qid, text, result.to_json()["trace"]))
         return result
+
+    @staticmethod
+    def _log_query(write: Callable[[], object]):
+        """The query log is a record, not part of the answer: a busy or read-only index never fails a question."""
+        try:
+            return write()
+        except Exception as exc:
+            from localrag.store.connection import database_error_message
+
+            if database_error_message(exc) is None:
+                raise
+            return None
 
     def _needs_llm(self, strategy: str, answer: bool) -> bool:
         return answer or strategy not in {"dense", "lexical", "hybrid", "ppr"}

@@ -32,8 +32,9 @@ class IndexSettings:
     chunk_min_tokens: int = 100
     chunk_max_tokens: int = 300
     embed_batch: int = 32
-    # graph extraction: "llm" (constrained, grounded), "rules" (no model), "llm+rules" (rules as fallback)
-    extractor: str = "llm+rules"
+    # graph extraction: "llm" (constrained, grounded), "rules" (no model), "llm+rules" (rules as fallback),
+    # "auto" (measured in docs/benchmarks_kg.md): rules with the bundled SmolLM2 or no model, llm+rules otherwise
+    extractor: str = "auto"
     extract_max_tokens: int = 1024
     extract_constrain: bool = True  # grammar: heads/tails must be candidate spans of the passage
     extract_max_triples: int = 8  # schema maxItems per passage
@@ -136,6 +137,10 @@ class Settings:
     db: str = ""  # empty = <folder>/.localrag/index.db
     strategy: str = "auto"  # auto = neuropath once a graph exists, else hybrid
     top_k: int = 5
+    # hybrid retrieval: reciprocal-rank fusion constant and how many hits each retriever contributes
+    # (k 60, the RRF paper's default, misses dense on MuSiQue dev; 5-12 beats both everywhere: docs/benchmarks.md)
+    hybrid_rrf_k: int = 8
+    hybrid_pool: int = 50
     index: IndexSettings = field(default_factory=IndexSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     neuropath: NeuroPathSettings = field(default_factory=NeuroPathSettings)

@@ -21,6 +21,14 @@ OFFLINE_ENV = {
 }
 
 
+# never left to the environment: a stray HF_HUB_OFFLINE=0 in a shell profile must not open the network
+FORCED = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
+                    "DO_NOT_TRACK"})
+
+
 def enforce_env() -> None:
     for key, value in OFFLINE_ENV.items():
-        os.environ.setdefault(key, value)
+        if key in FORCED:
+            os.environ[key] = value
+        else:
+            os.environ.setdefault(key, value)

@@ -93,6 +93,8 @@ def make_tui_app(notes: Path, embedder, *, llm=None, assistant_factory=None, gra
 async def wait_until(pilot, condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
+        if not pilot.app.is_running:
+            raise AssertionError(f"the app stopped while waiting for {what}")
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         await pilot.pause(0.05)

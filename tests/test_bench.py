@@ -129,6 +129,22 @@ def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
     assert failed.error.startswith("LLMError") and failed.em == 0.0 and failed.recall["5"] == 0.0
 
 
+def test_hybrid_fusion_constant_comes_from_settings(first_run, embedder):
+    from localrag.api import Assistant, Index
+    from localrag.config import load_settings
+
+    result, spec = first_run
+    question = spec.dataset.questions[0].question
+    for overrides, expected in (({}, 8), ({"hybrid_rrf_k": 60}, 60)):
+        settings = load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, **overrides}, env={})
+        index = Index(settings, embedder)
+        try:
+            trace = Assistant(index, llm=object()).retrieve(question, "hybrid", 10).trace
+        finally:
+            index.close()
+        assert trace.steps[0]["rrf_k"] == expected
+
+
 def _cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     bench_cmd.register(parser.add_subparsers(), common_parser())
@@ -158,6 +174,8 @@ def test_cli_runs_plots_and_tabulates(tiny_set, first_run, embedder, tmp_path, c
     (["bench", "--strategy", "dense"], "--data DIR is required"),
     (["bench", "--data", "{set}/missing"], "not found"),
     (["bench", "plot", "{set}/corpus.jsonl"], "not a"),
+    (["bench", "--data", "{set}", "--set", "nonsense=1", "--work", "{set}/w"], "unknown setting nonsense"),
+    (["bench", "--data", "{set}", "--set", "novalue"], "--set expects KEY=VALUE"),
 ])
 def test_cli_errors_are_clear(tiny_set, capsys, argv, message):
     assert _cli([a.replace("{set}", str(tiny_set)) for a in argv]) == 1

@@ -144,3 +144,14 @@ def test_bm25_reference_ranks_by_term_weight(tmp_path):
     row = bm25_reference(load_dataset(tmp_path / "s"))
     # a: Alpha first (1.0); b: "Beta" then "Alpha" -> both gold in the top 2 (1.0); c: Gamma (1.0)
     assert row.recall == {"2": 1.0, "5": 1.0} and row.questions == 3
+
+
+# -- hybrid fusion constant -------------------------------------------------------
+def test_small_rrf_k_lets_a_passage_first_in_one_list_beat_one_tenth_in_both():
+    from localrag.retrieve.hybrid import rrf
+
+    dense = [(1, 0.0)] + [(100 + i, 0.0) for i in range(8)] + [(7, 0.0)]  # 7 is 10th in both lists
+    lexical = [(2, 0.0)] + [(200 + i, 0.0) for i in range(8)] + [(7, 0.0)]
+    # k = 60: 7 scores 2/70 = .029 > 1/61 = .016; k = 5: 2/15 = .133 < 1/6 (ranks 1) and < 1/7 (ranks 2)
+    assert [p for p, _ in rrf([dense, lexical], 3, rrf_k=60)] == [7, 1, 2]
+    assert [p for p, _ in rrf([dense, lexical], 3, rrf_k=5)] == [1, 2, 100]

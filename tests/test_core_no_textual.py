@@ -14,8 +14,8 @@ import importlib, json, pkgutil, sys
 import localrag
 names, failed = [], {}
 for info in pkgutil.walk_packages(localrag.__path__, "localrag."):
-    if info.name == "localrag.tui" or info.name.startswith("localrag.tui."):
-        continue
+    if info.name == "localrag.tui" or info.name.startswith("localrag.tui.") or info.name == "localrag.__main__":
+        continue  # __main__ runs the CLI
     try:
         importlib.import_module(info.name)
         names.append(info.name)

@@ -104,6 +104,8 @@ def test_scripted_two_round_trace(graph_index):
     assert [sp.source for sp in r.passages[:2]] == ["path", "path"]
     assert "vessby.md" in paths[:3]
     assert [c[0] for c in llm.calls] == ["ner", "track", "track"]
+    assert [c.phase for c in r.trace.calls] == ["ner", "track", "track"]
+    assert r.trace.tokens_by_phase()["track"] > 0
 
 
 def test_ner_is_cached_by_query_text(graph_index):

@@ -220,12 +220,67 @@ def test_recalled_edge_that_did_not_help_is_penalised(kb, embedder, penalty):
         assert mem["penalised"] == 0 and float(np.dot(q, v)) == pytest.approx(2 / np.pi, abs=1e-4)
 
 
+def test_long_passages_are_summarised_for_the_query(kb):
+    kb.settings.remind.summary_threshold_tokens = 12  # the notes are short: make every one "long"
+
+    def respond(messages, schema, phase):
+        if schema is None:  # the summary call: free text
+            source = re.findall(r'source="([^":]+)', messages[-1]["content"])[-1]  # the passage to summarise comes last
+            return f"SUMMARY OF {source}"
+        props = schema["properties"]
+        if "sufficient" in props:
+            return {"reason": "", "sufficient": "yes" if "SUMMARY OF institute.md" in messages[-1]["content"] else "no"}
+        return {"edges": [], "chunks": []}
+
+    llm = ScriptedLLM(respond)
+    r = Assistant(kb, llm=llm).retrieve(QUESTION, "remind", 5)
+    assert [s["passage"] for s in steps(r, "summary")] == [pid(kb, "mira.md"), pid(kb, "institute.md")]
+    judge_prompts = [m[-1]["content"] for p, m in llm.calls if p == "traverse" and "Are they enough?" in m[-1]["content"]]
+    assert "SUMMARY OF mira.md" in judge_prompts[0] and "leads the Heron project" not in judge_prompts[0]
+    assert steps(r, "stop")[0]["reason"] == "sufficient"
+    # summary, judge, (shortcut) summary, judge, labelling
+    assert [c.phase for c in r.trace.calls] == ["traverse"] * 4 + ["memory"]
+
+
 def test_failed_labelling_changes_no_memory(kb):
     r = Assistant(kb, llm=navigator(label="garbage")).retrieve(QUESTION, "remind", 5)
     mem = steps(r, "memory")[0]
     assert mem["mode"].startswith("no update: labelling failed") and mem["enhanced"] == 0
     assert [c.phase for c in r.trace.calls].count("memory") == 3  # choice_attempts tries, then given up
     assert kb.store.memory.count() == 0
+
+
+def test_index_without_a_graph_walks_the_passage_chain(tmp_path, settings_for, embedder):
+    d = tmp_path / "plain"
+    d.mkdir()
+    harbour = "The harbour of Kestrel Bay was dredged in the spring. " * 14
+    keeper = "The lighthouse keeper of Kestrel Bay is Ansel Voss; he paints the tower every autumn. " * 8
+    (d / "kestrel.md").write_text(f"# Kestrel Bay\n\n## Harbour\n\n{harbour}\n\n## Lighthouse\n\n{keeper}\n")
+    (d / "bakery.md").write_text(NOTES["bakery.md"])
+    idx = Index(settings_for(d), embedder)
+    try:
+        idx.sync()
+        first, second = idx.store.docs.passages_of("kestrel.md")
+        assert idx.store.graph.counts().entities == 0
+
+        def respond(messages, schema, phase):
+            props = (schema or {}).get("properties", {})
+            if "sufficient" in props:
+                return {"reason": "", "sufficient": "yes" if "Ansel Voss" in messages[-1]["content"] else "no"}
+            if "choice" in props:
+                opts = options(messages)
+                return {"reason": "", "choice": next(i for i, line in opts.items() if "next passage" in line)}
+            return {"edges": [0], "chunks": [second.id]}
+
+        llm = ScriptedLLM(respond)
+        r = Assistant(idx, llm=llm).retrieve("When was the harbour of Kestrel Bay dredged?", "remind", 3)
+        assert [s["kind"] for s in steps(r, "seeds")[0]["seeds"]] == ["passage"]
+        assert [sp.passage.id for sp in r.passages[:2]] == [first.id, second.id]
+        assert steps(r, "stop")[0]["reason"] == "sufficient"
+        # the walked "next" edge is the one remembered
+        assert idx.store.memory.keys() == [("next", first.id, second.id)]
+    finally:
+        idx.close()
 
 
 # -- R5: hard caps ----------------------------------------------------------------------------------

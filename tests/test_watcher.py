@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest_tui import indexed_notes, prebuilt_notes  # noqa: F401  (fixtures: a warm index of examples/notes)
 from localrag.api import Assistant, Index
 from localrag.commands.watch import cycle_line
 from localrag.config import IndexSettings
-from localrag.ingest.watcher import AutoIndexer, ChangeBatch, FolderWatcher, IndexCycle, relevant_path
+from localrag.ingest.watcher import AutoIndexer, ChangeBatch, FolderWatcher, IndexCycle, Interrupted, relevant_path
 
 
 def collect(folder: Path, debounce_s: float = 0.3, max_wait_s: float = 5.0):
@@ -141,7 +142,7 @@ class _Runner:
         self.thread.join(timeout=10)
         assert not self.thread.is_alive()
 
-    def next(self, timeout: float = 30.0) -> IndexCycle:
+    def next(self, timeout: float = 120.0) -> IndexCycle:
         return self.cycles.get(timeout=timeout)
 
 
@@ -150,14 +151,16 @@ def hybrid_paths(index: Index, question: str) -> list[str]:
     return [sp.passage.path for sp in retrieval.passages]
 
 
-def test_autoindexer_follows_edits_deletes_and_new_folders(notes_dir: Path, settings_for, embedder) -> None:
+def test_autoindexer_follows_edits_deletes_and_new_folders(indexed_notes: Path, settings_for, embedder) -> None:
+    notes_dir = indexed_notes
     index = Index(settings_for(notes_dir), embedder)
     try:
         with _Runner(index) as run:
             first = run.next()
             assert first.trigger is None and not first.error
-            assert first.sync.added == len(list(notes_dir.rglob("*.md")))
-            assert "start-up sync -> +" in cycle_line(first)
+            # a warm index: the start-up sync reads nothing and embeds nothing
+            assert first.sync.unchanged == len(list(notes_dir.rglob("*.md"))) and first.sync.embedded == 0
+            assert "start-up sync -> +0 ~0 >0 -0 files" in cycle_line(first)
 
             note = notes_dir / "people" / "wenna-strake.md"
             note.write_text(note.read_text() + "\nWenna keeps a pet heron called Bartholomew Quillfeather.\n")
@@ -180,7 +183,8 @@ def test_autoindexer_follows_edits_deletes_and_new_folders(notes_dir: Path, sett
         index.close()
 
 
-def test_pause_holds_changes_and_resume_catches_up(notes_dir: Path, settings_for, embedder) -> None:
+def test_pause_holds_changes_and_resume_catches_up(indexed_notes: Path, settings_for, embedder) -> None:
+    notes_dir = indexed_notes
     index = Index(settings_for(notes_dir), embedder)
     try:
         with _Runner(index) as run:
@@ -208,10 +212,56 @@ def test_graph_phase_runs_after_sync_when_the_index_has_one(notes_dir: Path, set
     index = WithGraph(settings_for(notes_dir), embedder)
     try:
         cycles: list[IndexCycle] = []
-        indexer = AutoIndexer(index, on_result=lambda c: (cycles.append(c), indexer.stop()), watch=False)
+
+        def on_result(cycle: IndexCycle) -> None:
+            cycles.append(cycle)
+            if cycle.phase == "graph":
+                indexer.stop()
+
+        indexer = AutoIndexer(index, on_result=on_result, watch=False)
         indexer.run()
-        assert calls == ["graph"] and cycles[0].graph == "graph-report" and cycles[0].sync.added > 0
+        # the sync is reported before the (slow) graph phase starts: search sees new notes at once
+        assert [c.phase for c in cycles] == ["sync", "graph"] and calls == ["graph"]
+        assert cycles[0].sync.added > 0 and cycles[0].graph is None
+        assert cycles[1].graph == "graph-report" and cycles[1].sync is None
     finally:
+        index.close()
+
+
+def test_hold_interrupts_the_graph_phase_and_release_restarts_it(indexed_notes: Path, settings_for, embedder) -> None:
+    """A model call checks ``interrupting()`` between tokens; hold makes it give up, release runs it again."""
+    runs: list[str] = []
+
+    class SlowGraph(Index):
+        def extract_graph(self, progress, should_stop):
+            runs.append("start")
+            while True:  # like a long generation, polling its token callback
+                if indexer.interrupting():
+                    runs.append("interrupted")
+                    raise Interrupted()
+                if should_stop():
+                    return "stopped"
+                time.sleep(0.02)
+
+    index = SlowGraph(settings_for(indexed_notes), embedder)
+    cycles: queue.Queue[IndexCycle] = queue.Queue()
+    indexer = AutoIndexer(index, on_result=cycles.put, watch=False)
+    thread = threading.Thread(target=indexer.run)
+    thread.start()
+    try:
+        assert cycles.get(timeout=120).phase == "sync"
+        while runs != ["start"]:
+            time.sleep(0.02)
+        indexer.hold()
+        graph = cycles.get(timeout=10)
+        assert graph.phase == "graph" and graph.stopped and not graph.error and runs == ["start", "interrupted"]
+        indexer.release()
+        assert cycles.get(timeout=30).phase == "sync"
+        while runs[-1] != "start":
+            time.sleep(0.02)
+    finally:
+        indexer.stop()
+        thread.join(timeout=10)
         index.close()
 
 

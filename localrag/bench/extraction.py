@@ -152,6 +152,32 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def kv_check(passages: list[GoldPassage], model: str, threads: int) -> str:
+    """Prompt time with the fixed prefix already in llama.cpp's KV cache vs a fresh context."""
+    from localrag.config import LLMSettings
+    from localrag.llm.discovery import discover
+    from localrag.llm.llamacpp import LlamaCppLLM
+    from localrag.llm.prompts_kg import kg_messages
+
+    settings = LLMSettings(model=model, n_threads=threads)
+    path = discover(model).path
+    warm = LlamaCppLLM(path, settings)
+    warm.chat(kg_messages("Warm-up passage.", "Warm-up"), max_tokens=1, phase="index")
+    cold_ms, warm_ms, cached, total = [], [], 0, 0
+    for gp in passages:
+        messages = kg_messages(gp.text, gp.title)
+        cold = LlamaCppLLM(path, settings).chat(messages, max_tokens=1, phase="index")
+        hot = warm.chat(messages, max_tokens=1, phase="index")
+        cold_ms.append(cold.ms)
+        warm_ms.append(hot.ms)
+        cached += hot.usage.cached_tokens
+        total += hot.usage.prompt_tokens
+        warm.chat(kg_messages("Another passage in between.", "Other"), max_tokens=1, phase="index")
+    n = len(passages)
+    return (f"KV-cache check ({n} passages, 1 output token): fresh context {sum(cold_ms) / n:.0f} ms, "
+            f"fixed prefix cached {sum(warm_ms) / n:.0f} ms; {cached / n:.0f} of {total / n:.0f} prompt tokens reused")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--per-set", type=int, default=20, help="gold passages sampled from each dev set")
@@ -161,8 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of: " + ", ".join(VARIANTS))
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("-v", "--verbose", action="store_true", help="print every passage's facts")
+    ap.add_argument("--kv-check", type=int, default=0, metavar="N",
+                    help="only time N prompts with and without the cached fixed prefix")
     args = ap.parse_args(argv)
     passages = gold_passages(args.per_set, data=Path(args.data))
+    if args.kv_check:
+        print(kv_check(passages[: args.kv_check], args.model, args.threads))
+        return 0
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     llm = None
     if any(VARIANTS[n].uses_llm for n in names):

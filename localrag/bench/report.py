@@ -12,6 +12,9 @@ from rich.table import Table
 from localrag.bench.results import BenchResult, StrategySummary
 
 
+REFERENCE_LABEL = "bm25 (same questions)"
+
+
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -35,14 +38,14 @@ def result_table(result: BenchResult) -> Table:
     if result.answer:
         table.add_column("EM", justify="right")
         table.add_column("F1", justify="right")
-    for name in ("LLM calls/q", "tokens/q", "tokens/q by phase", "p50 ms", "p95 ms", "errors"):
+    for name in ("LLM calls/q", "tokens/q", "tokens/q by phase", "p50 ms", "p95 ms", "CPU p50 ms", "errors"):
         table.add_column(name, justify="left" if "phase" in name else "right")
     for s in result.summaries:
         row = [_label(s), str(s.questions), *(_fmt(s.recall.get(k)) for k in ks)]
         if result.answer:
             row += [_fmt(s.em), _fmt(s.f1)]
         row += [f"{s.llm_calls_per_q:.2f}", f"{s.tokens_per_q:,.0f}", _phases(s), f"{s.ms_p50:.1f}", f"{s.ms_p95:.1f}",
-                str(s.errors)]
+                f"{s.cpu_ms_p50:.1f}", str(s.errors)]
         table.add_row(*row)
     for ref in result.reference:
         row = [f"[dim]{ref.name}[/]", f"[dim]{ref.questions}[/]", *(f"[dim]{_fmt(ref.recall.get(k))}[/]" for k in ks)]
@@ -72,6 +75,7 @@ class Cell:
     calls: float
     tokens: float
     reference: bool = False
+    questions: int = 0
 
 
 def cells(results: Sequence[BenchResult], with_reference: bool = True) -> list[Cell]:
@@ -80,12 +84,13 @@ def cells(results: Sequence[BenchResult], with_reference: bool = True) -> list[C
     for result in results:
         for s in result.summaries:
             out[(result.dataset, _label(s))] = Cell(result.dataset, _label(s), s.recall, s.em, s.f1,
-                                                     s.llm_calls_per_q, s.tokens_per_q)
+                                                     s.llm_calls_per_q, s.tokens_per_q, questions=s.questions)
         if with_reference:
             for ref in result.reference:
                 if ref.name.startswith("bm25 (reference)"):
-                    out[(result.dataset, "bm25 ref")] = Cell(result.dataset, "bm25 ref", dict(ref.recall), None, None,
-                                                             0.0, 0.0, reference=True)
+                    out[(result.dataset, REFERENCE_LABEL)] = Cell(result.dataset, REFERENCE_LABEL, dict(ref.recall),
+                                                                  None, None, 0.0, 0.0, reference=True,
+                                                                  questions=ref.questions)
     return list(out.values())
 
 
@@ -96,6 +101,28 @@ def markdown_table(results: Sequence[BenchResult]) -> str:
     for c in cells(results):
         lines.append(f"| {c.dataset} | {c.label} | {_fmt(c.recall.get('2'))} | {_fmt(c.recall.get('5'))} | "
                      f"{_fmt(c.em)} | {_fmt(c.f1)} | {c.calls:.2f} | {c.tokens:,.0f} |")
+    return "\n".join(lines)
+
+
+def markdown_pivot(results: Sequence[BenchResult]) -> str:
+    """Strategies down, data sets across, "recall@2 / recall@5" in each cell (the reference rows last)."""
+    data = cells(results)
+    datasets = list(dict.fromkeys(c.dataset for c in data))
+    labels = list(dict.fromkeys(c.label for c in data if not c.reference)) + \
+        list(dict.fromkeys(c.label for c in data if c.reference))
+    by_key = {(c.dataset, c.label): c for c in data}
+    lines = ["| strategy | " + " | ".join(f"{d} R@2 / R@5" for d in datasets) + " |",
+             "|---|" + "---:|" * len(datasets)]
+    for label in labels:
+        row = []
+        for d in datasets:
+            c = by_key.get((d, label))
+            row.append(f"{_fmt(c.recall.get('2'))} / {_fmt(c.recall.get('5'))}" if c else "–")
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    refs = {res.dataset: r for res in results for r in res.reference if "README" in r.name}
+    if refs:
+        row = [f"{_fmt(refs[d].recall.get('2'))} / {_fmt(refs[d].recall.get('5'))}" if d in refs else "–" for d in datasets]
+        lines.append("| bm25 (data README, full set) | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
@@ -124,11 +151,12 @@ def plot_recall(results: Sequence[BenchResult], out: Path, k: str = "5", with_re
         for bar, (ds, y) in zip(bars, zip(datasets, ys)):
             if value.get((ds, label)) is not None:
                 ax.annotate(f"{y:.2f}", (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(datasets)), datasets)
+    counts = {c.dataset: c.questions for c in data if not c.reference}
+    ax.set_xticks(range(len(datasets)), [f"{d}\n{counts.get(d, 0)} questions" for d in datasets])
     ax.set_ylabel(f"recall@{k}")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"Passage recall@{k} per strategy and data set")
-    ax.legend(fontsize=8, ncols=min(len(labels), 4), loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    ax.legend(fontsize=8, ncols=min(len(labels), 4), loc="upper center", bbox_to_anchor=(0.5, -0.16))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130, bbox_inches="tight")

@@ -44,6 +44,7 @@ class QuestionRecord:
     retrieve_ms: float = 0.0
     answer_ms: float = 0.0
     ms: float = 0.0
+    cpu_ms: float = 0.0  # process CPU time (all threads): stable when the machine is busy, unlike ms
     error: str = ""
 
     @property
@@ -68,6 +69,7 @@ class StrategySummary:
     ms_p50: float
     ms_p95: float
     retrieve_ms_p50: float
+    cpu_ms_p50: float = 0.0
 
 
 def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
@@ -96,6 +98,7 @@ def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
             ms_p50=percentile([r.ms for r in rows], 50),
             ms_p95=percentile([r.ms for r in rows], 95),
             retrieve_ms_p50=percentile([r.retrieve_ms for r in rows], 50),
+            cpu_ms_p50=percentile([r.cpu_ms for r in rows], 50),
         ))
     return out
 

@@ -9,6 +9,7 @@ over ``run_questions`` with a different ``round_label`` and question list each t
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import inspect
 import os
@@ -23,7 +24,7 @@ from localrag.bench.data import Dataset, Question, default_work_dir, doc_id_of, 
 from localrag.bench.metrics import exact_match, f1_score, recall_at_k
 from localrag.bench.reference import references
 from localrag.bench.results import (
-    RECALL_KS, BenchResult, IndexInfo, QuestionRecord, machine_info, summarise,
+    RECALL_KS, BenchResult, IndexInfo, MachineInfo, QuestionRecord, machine_info, summarise,
 )
 from localrag.config import load_settings
 from localrag.embed import Embedder
@@ -84,9 +85,9 @@ def prepare_index(dataset: Dataset, work_dir: Path, overrides: dict[str, Any], e
                   config_file: str | None = None) -> tuple[Index, IndexInfo]:
     """Notes for the corpus under ``work_dir/notes``, indexed into ``work_dir/index.db``."""
     notes_dir = work_dir / "notes"
-    written = materialise(dataset.corpus, notes_dir)
     settings = load_settings(notes_dir, {**overrides, "db": str(work_dir / "index.db")}, env=env,
-                             config_file=config_file)
+                             config_file=config_file)  # a bad setting fails before anything is written
+    written = materialise(dataset.corpus, notes_dir)
     index = Index(settings, embedder)
     report = index.sync(progress)
     status = index.status()
@@ -107,7 +108,16 @@ def ensure_graph(index: Index, strategies: Sequence[str], progress: Callable[[An
         outcome = extract(progress=progress)
     else:
         outcome = extract()
-    return f"extracted in {time.perf_counter() - started:.1f} s" + (f": {outcome}" if outcome else "")
+    return f"extracted in {time.perf_counter() - started:.1f} s" + (f" ({_describe(outcome)})" if outcome else "")
+
+
+def _describe(outcome: Any) -> str:
+    """A report dataclass as `name value` pairs of its numbers (anything else as text)."""
+    if dataclasses.is_dataclass(outcome):
+        pairs = [(f.name, getattr(outcome, f.name)) for f in dataclasses.fields(outcome)]
+        return ", ".join(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
+                         for name, value in pairs if isinstance(value, (int, float)))
+    return str(outcome)[:300]
 
 
 def _calls_summary(calls: Sequence[LLMCallRecord]) -> tuple[int, int, dict[str, int], dict[str, int]]:
@@ -123,7 +133,7 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
     """One question: retrieval (and the short answer with ``options.answer``), scored. Never raises."""
     record = QuestionRecord(question.id, question.question, strategy, list(question.gold_doc_ids), [], {},
                             round=round_label, gold_answers=list(question.answers) if options.answer else [])
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         if options.answer:
             result = assistant.ask(question.question, strategy=strategy, k=options.retrieval_depth, short=True)
@@ -145,6 +155,7 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
         record.ms = (time.perf_counter() - started) * 1000
         return record
     record.ms = round((time.perf_counter() - started) * 1000, 2)
+    record.cpu_ms = round((time.process_time() - cpu_started) * 1000, 2)
     record.retrieve_ms, record.answer_ms = round(record.retrieve_ms, 2), round(record.answer_ms, 2)
     ranked = [doc_id_of(sp.passage.path) for sp in retrieval.passages]
     record.passages_retrieved = len(ranked)
@@ -183,12 +194,20 @@ def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = N
     try:
         info.graph = ensure_graph(index, strategies, on_progress)
         assistant = Assistant(index, llm=llm)
+        for q in spec.dataset.questions:  # memoised query vectors: per-question ms compare strategies, not MiniLM
+            index.embedder.encode_one(q.question)
         records: list[QuestionRecord] = []
         for strategy in strategies:
             records += run_questions(assistant, spec.dataset.questions, strategy, spec.options, on_record=on_record)
         model = assistant.model_source if spec.options.answer or any(r.llm_calls for r in records) else ""
     finally:
         index.close()
+    return build_result(spec, strategies, info, machine, records, model)
+
+
+def build_result(spec: BenchSpec, strategies: list[str], info: IndexInfo, machine: MachineInfo,
+                 records: list[QuestionRecord], model: str = "") -> BenchResult:
+    """The result of any protocol over one index (one pass, or rounds labelled in the records)."""
     machine.load_after = [round(x, 2) for x in os.getloadavg()]
     notes = []
     if spec.dataset.missing_ids:

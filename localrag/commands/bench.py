@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/<dataset>-<time>.json)")
     p.add_argument("--work", metavar="DIR", help="notes + index cache (default: ~/.cache/localrag/bench/<name>-<hash>)")
     p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting for this run, e.g. hybrid_rrf_k=60 or neuropath.max_hop=1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run_bench_command)
     bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table}")
@@ -62,6 +64,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     t = bench_sub.add_parser("table", help="print result files as one Markdown table (for docs)")
     t.add_argument("results", nargs="+", metavar="RESULT.json")
+    t.add_argument("--pivot", action="store_true", help="strategies down, data sets across (recall@2 / @5)")
     t.set_defaults(func=run_table_command)
 
 
@@ -95,6 +98,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.no_memory:
         out["memory.enabled"] = False
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UserError(f"--set expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -180,8 +188,10 @@ def print_scale(result) -> None:
         row(r.without_embedding, f"{r.source_hit_at_10:.3f}")
     row(result.knn_exact)
     row(result.knn_fast)
+    row(result.knn_vec0_prefilter)
     out.print(table)
-    out.print(f"knn_fast recall@10 vs exact: {result.knn_fast_recall_at_10:.3f} · knn() uses: {result.knn_path} · "
+    out.print(f"knn_fast recall@10 vs exact: {result.knn_fast_recall_at_10:.3f} (all-vec0 variant: "
+              f"{result.knn_vec0_prefilter_recall_at_10:.3f}) · knn() uses: {result.knn_path} · "
                   f"load {result.machine.load_before} -> {result.machine.load_after} on {result.machine.cpus} CPUs")
     for note in result.notes:
         out.print(f"[yellow]note:[/] {note}")
@@ -209,7 +219,8 @@ def run_plot_command(args: argparse.Namespace) -> int:
 
 
 def run_table_command(args: argparse.Namespace) -> int:
-    from localrag.bench.report import markdown_table
+    from localrag.bench.report import markdown_pivot, markdown_table
 
-    console.print(markdown_table(_load_all(args.results)), markup=False, soft_wrap=True)
+    results = _load_all(args.results)
+    console.print(markdown_pivot(results) if args.pivot else markdown_table(results), markup=False, soft_wrap=True)
     return 0

@@ -50,6 +50,14 @@ def run_command(args: argparse.Namespace) -> int:
             FileNotFoundError) as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         return 1
+    except Exception as exc:
+        from localrag.store.connection import database_error_message
+
+        message = database_error_message(exc)
+        if message is None:
+            raise
+        err_console.print(f"[bold red]error:[/] {message}")
+        return 1
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from localrag.commands.common import add_folder, console, settings_from
 
@@ -101,13 +102,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _repair(settings) -> int:
+    """Move a damaged index aside and rebuild it from the notes, keeping the content-keyed caches
+    (LLM extractions, query entities) that still read cleanly: re-extraction then costs no model call."""
     from localrag.api import Index
     from localrag.store.lock import writer_lock
-    from localrag.store.repair import check_database, move_aside, salvage_extractions
+    from localrag.store.repair import check_database, move_aside, salvage_caches
 
     db = settings.db_path
     moved = None
-    with writer_lock(db, wait_s=30):
+    # both writers (the fast phase and the graph phase) are kept out while the file moves
+    with writer_lock(db, wait_s=30), writer_lock(Path(str(db) + "-graph"), wait_s=30):
         if db.exists():
             state = check_database(db)
             moved = move_aside(db)
@@ -115,13 +119,16 @@ def _repair(settings) -> int:
     index = Index(settings)
     try:
         if moved is not None:
-            n = salvage_extractions(moved, index.store.conn)
-            console.print(f"kept {n} cached LLM extractions" if n else "no intact extraction cache to keep")
+            for s in salvage_caches(moved, index.store):
+                console.print(f"kept from the old index: {s.describe()}")
         report = index.sync()
         console.print(f"rebuilt: {report.added} documents, {report.passages_added} passages, {len(report.skipped)} skipped")
-        if hasattr(index, "extract_graph"):
+        if hasattr(index, "extract_graph") and settings.index.extractor != "none":
             g = index.extract_graph()
-            console.print(f"graph: {g.passages} passages, {g.facts_added} facts, {g.llm_calls} LLM calls")
+            console.print(f"graph: {g.passages} passages, {g.facts_added} facts, {g.cached} from the kept cache, "
+                          f"{g.llm_calls} LLM calls")
+        state = check_database(db)
+        console.print(f"index database: {state}")
     finally:
         index.close()
-    return 0
+    return 0 if state == "ok" else 1

@@ -6,7 +6,7 @@ import argparse
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from localrag.commands.common import add_folder, console, settings_from
+from localrag.commands.common import add_folder, console, err_console, settings_from
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -67,7 +67,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+# Another process's graph phase that has just found its queue empty lets go of the lock within
+# moments; one that is still working will also take the passages this run queued.
+GRAPH_LOCK_WAIT_S = 5.0
+
+
 def _graph_phase(index, quiet: bool) -> None:
+    from localrag.store.lock import LockBusy
+
     with progress_bar(quiet) as bar:
         task = bar.add_task("graph", total=None, rate="")
 
@@ -75,7 +82,11 @@ def _graph_phase(index, quiet: bool) -> None:
             bar.update(task, completed=ev.done, total=ev.total, rate=_rate(bar, task, "passages") +
                        (f" · {ev.failed} failed" if ev.failed else ""))
 
-        report = index.extract_graph(progress=on_graph)
+        try:
+            report = index.extract_graph(progress=on_graph, wait_s=GRAPH_LOCK_WAIT_S)
+        except LockBusy as exc:
+            err_console.print(f"[dim]graph phase: {exc}; that process extracts the new passages too[/]")
+            return
     console.print(
         f"graph: {report.passages} passages extracted, +{report.facts_added} facts, "
         f"{report.failed} failed, {report.fallback} by rules fallback, {report.llm_calls} LLM calls, {report.seconds:.1f}s"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -152,9 +152,21 @@ def sync_folder(
     return report
 
 
+# A file modified this close to the moment it was read may change again within one timestamp
+# tick (coarse kernel clocks: milliseconds; FAT: 2 s) keeping its size, and the new content
+# would look unchanged forever. Such a file's size is recorded as -1, so the next sync reads
+# it again and compares hashes ("racily clean", as git calls it); an older file is trusted.
+RACY_WINDOW_NS = 2_000_000_000
+
+
+def _recorded_size(f: FoundFile) -> int:
+    return -1 if time.time_ns() - f.mtime_ns < RACY_WINDOW_NS else f.size
+
+
 def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport) -> _Plan | None:
     try:
         data_sha, loaded = _load(f, settings)
+        f = replace(f, size=_recorded_size(f))
     except SkipFile as skip:
         with store.transaction():
             if doc is not None:

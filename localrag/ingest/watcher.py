@@ -181,6 +181,12 @@ class FolderWatcher:
                 pass
 
 
+class Interrupted(BaseException):
+    """Raised from inside a phase (e.g. a model's token callback) to abandon it at once: shutdown, or
+    the user waiting for an answer. A BaseException, so no ``except Exception`` on the way counts it as
+    a failure of the passage; the interrupted passage is simply done again later."""
+
+
 @dataclass
 class IndexCycle:
     """One step of AutoIndexer work: a sync, or the graph phase that follows it."""
@@ -246,6 +252,10 @@ class AutoIndexer:
 
     def hold(self) -> None:
         self._held.set()
+
+    def interrupting(self) -> bool:
+        """True when a running phase should give up now (stop, pause, or hold): for token callbacks."""
+        return self._stop.is_set() or self._paused.is_set() or self._held.is_set()
 
     def release(self) -> None:
         if self._held.is_set():
@@ -317,6 +327,8 @@ class AutoIndexer:
         self.busy, self.phase = True, cycle.phase
         try:
             work(cycle)
+        except Interrupted:
+            cycle.stopped = True
         except LockBusy as exc:
             cycle.error = f"{exc}; retrying in {LOCK_RETRY_S:.0f} s"
             retry = threading.Timer(LOCK_RETRY_S, self._queue.put, (None,))

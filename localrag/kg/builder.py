@@ -59,6 +59,27 @@ class GraphReport:
     remaining: int = 0  # still queued when the run ended (stopped, or passages that keep failing)
     stopped: bool = False
     rejected: dict[str, int] = field(default_factory=dict)  # grounding rejections by reason
+    extractor: str = ""  # the extractor used ("auto" resolved) and why
+
+
+def resolve_extractor(settings: Settings, given_llm: bool = False) -> tuple[str, str]:
+    """index.extractor, with "auto" decided by the model at hand (docs/benchmarks_kg.md):
+    the bundled SmolLM2's triples are too poor to be worth seconds per passage, so it gets
+    the rules extractor; any other model (or a server) gets llm+rules; no model at all: rules."""
+    chosen = settings.index.extractor
+    if chosen != "auto":
+        return chosen, "configured"
+    if given_llm or settings.llm.url:
+        return "llm+rules", "auto: a model was given"
+    from localrag.llm.discovery import discover
+
+    try:
+        choice = discover(settings.llm.index_model or settings.llm.model)
+    except LLMError:
+        return "rules", "auto: no model found"
+    if choice.source == "bundled":
+        return "rules", "auto: the bundled SmolLM2 is too small for useful triples"
+    return "llm+rules", f"auto: {choice.path.name}"
 
 
 def extraction_text(p: Passage) -> str:
@@ -71,8 +92,10 @@ class GraphBuilder:
         self.store = store
         self.embedder = embedder
         self.settings = settings
-        self.options = ExtractorOptions.from_settings(settings.index)
+        extractor, self.extractor_reason = resolve_extractor(settings, given_llm=llm is not None)
+        self.options = ExtractorOptions.from_settings(settings.index, extractor=extractor)
         self._llm: RecordingLLM | None = None
+        self._model_key = ""
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
             self._llm.sinks.append(self._log_call)
@@ -90,11 +113,14 @@ class GraphBuilder:
 
     def model_id(self) -> str:
         """The extraction cache's model key, known without loading a local model."""
-        if self._llm is None and not self.settings.llm.url:
-            from localrag.llm.discovery import discover
+        if not self._model_key:
+            if self._llm is None and not self.settings.llm.url:
+                from localrag.llm.discovery import discover
 
-            return discover(self.settings.llm.index_model or self.settings.llm.model).path.stem
-        return self.llm().model_id
+                self._model_key = discover(self.settings.llm.index_model or self.settings.llm.model).path.stem
+            else:
+                self._model_key = self.llm().model_id
+        return self._model_key
 
     def _log_call(self, record: LLMCallRecord) -> None:
         try:
@@ -122,6 +148,15 @@ class GraphBuilder:
         return link_triples(p.text, p.title, p.path, title_of), [title_entity(p.title)]
 
     def write(self, p: Passage, ex: Extraction, vectors: dict[str, np.ndarray] | None = None) -> int | None:
+        # the check and the write are one transaction: a sync that renamed or retitled the document
+        # while this passage was being extracted re-queued it, and that must not be undone here
+        with self.store.transaction():
+            now = self.store.docs.passages([p.id])
+            if now and (now[0].title, now[0].path) != (p.title, p.path):
+                return None  # still queued: extracted again, under its new title and path
+            return self._write(p, ex, vectors)
+
+    def _write(self, p: Passage, ex: Extraction, vectors: dict[str, np.ndarray] | None) -> int | None:
         links, mentions = self.signals(p)
         seen = {(t.head, t.relation, t.tail) for t in ex.triples}
         triples = ex.triples + [t for t in links if (t.head, t.relation, t.tail) not in seen]
@@ -160,7 +195,7 @@ class GraphBuilder:
     def run(self, progress: Callable[[GraphProgress], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> GraphReport:
         started = time.perf_counter()
-        report = GraphReport()
+        report = GraphReport(extractor=f"{self.options.extractor} ({self.extractor_reason})")
         graph = self.store.graph
         max_attempts = max(1, self.settings.index.extract_max_attempts)
         while not report.stopped:
@@ -186,19 +221,23 @@ class GraphBuilder:
                 pending.append((p, ex))
                 # slow (model) extractions are written at once, so a kill loses at most one passage's work
                 if time.perf_counter() - since >= FLUSH_AFTER_S:
-                    self._flush(pending, report, progress, started)
+                    self._flush(pending, report, progress, should_stop, started)
                     since = time.perf_counter()
-            self._flush(pending, report, progress, started)
+            self._flush(pending, report, progress, should_stop, started)
         report.remaining = graph.queue_length()
         report.seconds = time.perf_counter() - started
         return report
 
     def _flush(self, pending: list[tuple[Passage, Extraction]], report: GraphReport,
-               progress: Callable[[GraphProgress], None] | None, started: float) -> None:
+               progress: Callable[[GraphProgress], None] | None, should_stop: Callable[[], bool] | None,
+               started: float) -> None:
         if not pending:
             return
         vectors = self._prepare_vectors(pending)
         for p, ex in pending:
+            if ex.payload is None and should_stop and should_stop():  # a model's reply is always kept
+                report.stopped = True
+                continue
             added = self.write(p, ex, vectors)
             if added is None:
                 continue

@@ -19,7 +19,7 @@ from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_kg import kg_messages, kg_schema, prompt_version
 from localrag.records import Triple
 
-EXTRACTORS = ("llm", "rules", "llm+rules")
+EXTRACTORS = ("llm", "rules", "llm+rules")  # "auto" is resolved by the builder
 MIN_SPANS_FOR_GRAMMAR = 2  # with fewer candidates an enum grammar can only produce head == tail
 
 
@@ -38,8 +38,8 @@ class ExtractorOptions:
             raise ValueError(f"index.extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
 
     @classmethod
-    def from_settings(cls, s: IndexSettings) -> "ExtractorOptions":
-        return cls(s.extractor, s.extract_constrain, True, s.extract_max_triples, s.extract_max_spans,
+    def from_settings(cls, s: IndexSettings, extractor: str | None = None) -> "ExtractorOptions":
+        return cls(extractor or s.extractor, s.extract_constrain, True, s.extract_max_triples, s.extract_max_spans,
                    s.extract_max_tokens, s.extract_retries)
 
     @property

@@ -49,6 +49,25 @@ def _about_title(sentence: str, inside: list[Span], s_start: int) -> bool:
     return first in _DETERMINERS and len(words) > 1 and words[1][:1].islower() and not opens_with_span
 
 
+def _strip_article(phrase: str) -> str:
+    return phrase[4:] if phrase.startswith("the ") else phrase
+
+
+def _title_alias(phrase: str, title_norm: str, is_subject: bool) -> str:
+    """A span that names the note's subject is the title entity: "The Vienna Walzer Orchestra" in a
+    note titled "Vienna Walzer Orchestra"; a sentence subject may also be a shortened title
+    ("Walden" in "Walden, Nova Scotia")."""
+    if not title_norm:
+        return phrase
+    bare, title_bare = _strip_article(phrase), _strip_article(title_norm)
+    if bare == title_bare:
+        return title_norm
+    words = set(bare.split())
+    if is_subject and words and words <= set(title_bare.split()) and not bare.isdigit():
+        return title_norm
+    return phrase
+
+
 def rules_triples(text: str, title: str = "", max_triples: int = 24) -> list[Triple]:
     clean = clean_markup(text)
     spans = find_spans(clean, title)
@@ -73,6 +92,7 @@ def rules_triples(text: str, title: str = "", max_triples: int = 24) -> list[Tri
         if subject is None:
             continue
         previous_end = s_start if subject.start > s_start or starts_with_pronoun else subject.end
+        head = _title_alias(subject.norm, title_norm, True)
         relation = ""
         for span in inside:
             if span is subject:
@@ -84,7 +104,7 @@ def rules_triples(text: str, title: str = "", max_triples: int = 24) -> list[Tri
                 rel = relation if rel in _LIST_GLUE else rel  # "A, B and C": the list shares a relation
             if rel and _meaningful(rel):
                 relation = rel
-                emit(subject.norm, rel, span.norm)
+                emit(head, rel, _title_alias(span.norm, title_norm, False))
             previous_end = span.end
         if len(out) >= max_triples:
             break

@@ -26,7 +26,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d{2,}(?:[.,]\d+)*(?:\s?%)?(?![\w])")
 _QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|«([^»\n]{2,80})»")
 # a capitalised word: Name, O'Brien, Hip-Hop, St., II, DJ, Württemberg
 _CAP = r"(?:(?:St|Mr|Mrs|Ms|Dr|Jr|Sr|Mt|Ft)\.|[A-Z]\.|[A-Z][\w'’\-]*)"
-_CONNECT = r"(?:of|the|de|del|della|di|da|van|von|der|den|la|le|du|y|&|for|on|upon|al|el|bin|ibn)"
+_CONNECT = r"(?:of|the|de|del|della|di|da|van|von|der|den|la|le|du|y|&|for|upon|al|el|bin|ibn)"
 _NAME = re.compile(rf"(?<![\w'’]){_CAP}(?:\s+(?:{_CONNECT}\s+)*{_CAP})*")
 _WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]")
 _MDLINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")

@@ -188,6 +188,12 @@ class OpenAICompatLLM:
                         pieces += 1
                         on_token(piece)
                     finish = choice.get("finish_reason") or finish
+            if not finish:
+                # llama-cpp-python's server ends a stream early with [DONE] when another request
+                # arrives (--interrupt_requests, on by default): never pass that off as a whole reply
+                raise LLMError(f"the model server at {self.url.display} ended the stream before the reply was "
+                               "finished (no finish_reason); a llama-cpp-python server does this when another "
+                               "request arrives: start it with --interrupt_requests False")
             # servers that report no usage when streaming: one chunk is one token in llama.cpp and vLLM
             return Reply(text="".join(emitted), usage=usage or Usage(0, pieces), model=model, finish_reason=finish)
 

@@ -75,6 +75,7 @@ class RemindGraph:
         self._names: dict[int, str] = {}
         self._passages: dict[int, Passage] = {}
         self._memory: dict[EdgeKey, np.ndarray | None] = {}
+        self._no_memory = store.memory.count() == 0  # cold start: every memory is zero, no reads needed
 
     # -- structure ------------------------------------------------------------------------
     def edges(self, node: Node) -> list[Edge]:
@@ -125,6 +126,8 @@ class RemindGraph:
         return float(np.dot(self.q, v)) if v is not None else 0.0
 
     def memories(self, keys: list[EdgeKey]) -> dict[EdgeKey, np.ndarray | None]:
+        if self._no_memory:
+            return {k: None for k in keys}
         missing = [k for k in dict.fromkeys(keys) if k not in self._memory]
         if missing:
             got = self.store.memory.get(missing)

@@ -117,16 +117,12 @@ class Walk:
         st.order.append(dst)
         st.current = dst
         st.jumps += 1
-        verdict = None
+        self._log(here, origin, dst, record | {"w": round(cand.weight, 4)})
         if dst.kind == PASSAGE:
             st.collected.append(dst.id)
-            self._log(here, origin, dst, record | {"w": round(cand.weight, 4)})
             self._summarise(dst.id)
-            verdict = self._judge(f"move {st.jumps}")
-            if verdict:
+            if self._judge(f"move {st.jumps}"):
                 st.stop, st.sufficient = "sufficient", True
-        else:
-            self._log(here, origin, dst, record | {"w": round(cand.weight, 4)})
 
     # -- helpers ---------------------------------------------------------------------------------
     def _back_options(self, here: Node) -> list[Node]:

@@ -24,6 +24,20 @@ class Context:
             raise RuntimeError("this strategy needs a language model, and none is configured")
         return self.llm_factory()
 
+    def traced(self, trace: Trace) -> "Context":
+        """The same context whose LLM also records each call in ``trace.calls``."""
+        import dataclasses
+
+        from localrag.llm.base import RecordingLLM
+
+        parent = self
+
+        def factory():
+            inner = parent.llm()
+            return RecordingLLM(inner, [trace.calls.append])
+
+        return dataclasses.replace(self, llm_factory=factory)
+
 
 class Strategy(Protocol):
     name: str

@@ -1,4 +1,10 @@
-"""Hybrid retrieval: reciprocal-rank fusion of dense and lexical rankings."""
+"""Hybrid retrieval: reciprocal-rank fusion of dense and lexical rankings.
+
+The fusion constant is ``settings.hybrid_rrf_k`` (default 8, not the usual 60): with
+two lists and k = 60 a passage ranked 10th in both outscores one ranked 1st in only
+one, but a multi-hop question's gold passages are often found by just one of the
+retrievers. docs/benchmarks.md has the sweep on the three dev sets.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +12,25 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
 from localrag.retrieve.dense import dense_ranked
 
-RRF_K = 60
-POOL = 50
+RRF_K = 60  # the generic default of rrf() (other fusions, e.g. NeuroPath's path + completion merge)
 
 
-def rrf(rankings: list[list[tuple[int, float]]], k: int, weights: list[float] | None = None) -> list[tuple[int, float]]:
+def rrf(rankings: list[list[tuple[int, float]]], k: int, weights: list[float] | None = None,
+        rrf_k: int = RRF_K) -> list[tuple[int, float]]:
     weights = weights or [1.0] * len(rankings)
     fused: dict[int, float] = {}
     for ranking, w in zip(rankings, weights):
         for rank, (pid, _) in enumerate(ranking):
-            fused[pid] = fused.get(pid, 0.0) + w / (RRF_K + rank + 1)
+            fused[pid] = fused.get(pid, 0.0) + w / (rrf_k + rank + 1)
     return sorted(fused.items(), key=lambda t: (-t[1], t[0]))[:k]
 
 
 def hybrid_ranked(ctx: Context, query: str, k: int) -> tuple[list[tuple[int, float]], dict]:
-    pool = max(POOL, k)
+    pool = max(ctx.settings.hybrid_pool, k)
+    rrf_k = ctx.settings.hybrid_rrf_k
     dense = dense_ranked(ctx, query, pool)
     lexical = ctx.store.lexical.search(query, pool)
-    return rrf([dense, lexical], k), {"dense_hits": len(dense), "lexical_hits": len(lexical), "rrf_k": RRF_K}
+    return rrf([dense, lexical], k, rrf_k=rrf_k), {"dense_hits": len(dense), "lexical_hits": len(lexical), "rrf_k": rrf_k}
 
 
 class Hybrid:

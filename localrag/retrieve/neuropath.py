@@ -108,7 +108,7 @@ class NeuroPath:
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
         with Timer(trace):
-            return self._run(ctx, query, k, trace)
+            return self._run(ctx.traced(trace), query, k, trace)
 
     # ------------------------------------------------------------------------------------
     def _run(self, ctx: Context, query: str, k: int, trace: Trace) -> Retrieval:

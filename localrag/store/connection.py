@@ -70,6 +70,14 @@ def _load_vec(conn: Any) -> None:
         conn.enable_load_extension(False)
 
 
+def _ours_or_new(conn: Any) -> bool:
+    from localrag.store.db import APP_ID
+
+    if conn.execute("PRAGMA application_id").fetchone()[0] == APP_ID:
+        return True
+    return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+
+
 def connect(path: str | Path, *, readonly: bool = False) -> Any:
     """Open ``path`` with sqlite-vec loaded, WAL journal, foreign keys and busy timeout."""
     mod = driver()
@@ -90,8 +98,8 @@ def connect(path: str | Path, *, readonly: bool = False) -> Any:
     try:
         _load_vec(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if not readonly and target != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
+        if not readonly and target != ":memory:" and _ours_or_new(conn):
+            conn.execute("PRAGMA journal_mode = WAL")  # never on a foreign file: that would change it
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except mod.DatabaseError as exc:
@@ -101,6 +109,20 @@ def connect(path: str | Path, *, readonly: bool = False) -> Any:
             "run `localrag doctor --repair` to rebuild it from your documents"
         ) from exc
     return conn
+
+
+_DAMAGED = ("malformed", "not a database", "disk i/o error", "database corrupt", "file is encrypted")
+
+
+def database_error_message(exc: BaseException) -> str | None:
+    """What to tell the user about an SQLite error met while using the index (None: not an SQLite error)."""
+    if _DRIVER is None or not isinstance(exc, _DRIVER.DatabaseError):
+        return None
+    text = str(exc)
+    if any(word in text.lower() for word in _DAMAGED):
+        return (f"the index database is damaged ({text}); run `localrag doctor --repair` to rebuild it "
+                "from your documents (cached model extractions are kept)")
+    return f"the index database could not be used ({text}); if this persists, run `localrag doctor`"
 
 
 def vec_version(conn: Any) -> str:

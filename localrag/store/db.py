@@ -146,7 +146,19 @@ class Store:
                 "point --db elsewhere or move it away"
             )
 
+    def _up_to_date(self) -> bool:
+        """All migrations applied: opening the index then needs no write lock (a reader is never
+        held up by a writer's transaction just to open the file)."""
+        try:
+            done = {r[0] for r in self.conn.execute("SELECT version FROM schema_migrations")}
+            app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
+        except driver().OperationalError:
+            return False
+        return app_id == APP_ID and {m.version for m in MIGRATIONS} <= done
+
     def _migrate(self) -> None:
+        if self._up_to_date():
+            return
         with self.transaction():
             self.conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)"

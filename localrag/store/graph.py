@@ -263,14 +263,14 @@ class Graph:
                 return None
             names = list(dict.fromkeys([n for t in triples for n in (t.head, t.tail)] + [n for n in entity_names if n]))
             ids, new_ids = self._ensure_entities(names, embed)
-            facts_before = int(self.s.one("SELECT COUNT(*) FROM facts")[0])
             wanted_facts: dict[int, str] = {}
+            facts_added = 0
             for t in triples:
                 head, tail = ids[t.head], ids[t.tail]
-                self.s.execute("INSERT OR IGNORE INTO facts(head, relation, tail) VALUES(?,?,?)", (head, t.relation, tail))
+                cur = self.s.execute("INSERT OR IGNORE INTO facts(head, relation, tail) VALUES(?,?,?)", (head, t.relation, tail))
+                facts_added += max(0, int(cur.rowcount or 0))
                 fid = int(self.s.one("SELECT id FROM facts WHERE head = ? AND relation = ? AND tail = ?", (head, t.relation, tail))[0])
                 wanted_facts.setdefault(fid, t.origin)
-            facts_added = int(self.s.one("SELECT COUNT(*) FROM facts")[0]) - facts_before
             # add what is wanted before removing what is not, so nothing wanted is collected in between
             self.s.executemany(
                 "INSERT INTO fact_sources(fact, passage, origin) VALUES(?,?,?) "
@@ -313,27 +313,27 @@ class Graph:
         return ids, new_ids
 
     # -- pseudo-coreference ---------------------------------------------------------------
-    def _neighbours_above(self, vec: np.ndarray) -> list[tuple[int, float]]:
-        """Every entity with cosine >= threshold to ``vec`` (self included), best first."""
+    def _neighbours(self, vec: np.ndarray) -> list[tuple[int, float]]:
+        """The top-k neighbours (self included) and beyond them every entity >= threshold, best first."""
         k = max(32, self.coref_k)
         while True:
             hits = self.entity_knn(vec, k)
             if len(hits) < k or hits[-1][1] < self.coref_threshold or k >= 4096:
-                return [(e, s) for e, s in hits if s >= self.coref_threshold]
+                return hits
             k *= 4
 
-    def _own_aliases(self, entity_id: int, vec: np.ndarray) -> list[tuple[int, float]]:
+    def _own_aliases(self, entity_id: int, hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """NeuroPath's rule: the top-k neighbours including the entity itself, >= threshold, self dropped."""
-        hits = self.entity_knn(vec, self.coref_k)
-        others = [(e, s) for e, s in hits if e != entity_id]
-        if len(others) == len(hits):  # ties with exact duplicates pushed self out of the top k
+        top = hits[: self.coref_k]
+        others = [(e, s) for e, s in top if e != entity_id]
+        if len(others) == len(top):  # ties with exact duplicates pushed self out of the top k
             others = others[: self.coref_k - 1]
         return [(e, s) for e, s in others if s >= self.coref_threshold]
 
-    def _set_aliases(self, entity_id: int, vec: np.ndarray) -> None:
+    def _set_aliases(self, entity_id: int, hits: list[tuple[int, float]]) -> None:
         self.s.execute("DELETE FROM coref WHERE entity = ?", (entity_id,))
         self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)",
-                           [(entity_id, a, s) for a, s in self._own_aliases(entity_id, vec)])
+                           [(entity_id, a, s) for a, s in self._own_aliases(entity_id, hits)])
 
     def _coref_add(self, new_ids: list[int]) -> None:
         """New entities get their own rows; an existing entity takes a new one as alias when it
@@ -342,11 +342,11 @@ class Graph:
             return
         vectors = self.entity_vectors(new_ids)
         fresh = set(new_ids)
-        for eid in new_ids:
-            self._set_aliases(eid, vectors[eid])
-        for eid in new_ids:
-            for other, sim in self._neighbours_above(vectors[eid]):
-                if other in fresh:
+        for eid in new_ids:  # every new vector is in entity_vec already, so new entities see each other
+            hits = self._neighbours(vectors[eid])
+            self._set_aliases(eid, hits)
+            for other, sim in hits:
+                if other in fresh or sim < self.coref_threshold:
                     continue
                 current = self.aliases(other)
                 if any(a == eid for a, _ in current):
@@ -368,7 +368,7 @@ class Graph:
         vectors = self.entity_vectors(dirty)
         for eid in dirty:
             if eid in vectors:
-                self._set_aliases(eid, vectors[eid])
+                self._set_aliases(eid, self.entity_knn(vectors[eid], self.coref_k))
         self.s.execute("DELETE FROM coref_dirty")
 
     def rebuild_coref(self) -> None:
@@ -378,4 +378,4 @@ class Graph:
             ids = list(self.all_entities())
             vectors = self.entity_vectors(ids)
             for eid in ids:
-                self._set_aliases(eid, vectors[eid])
+                self._set_aliases(eid, self.entity_knn(vectors[eid], self.coref_k))

@@ -1,17 +1,77 @@
-"""Rebuilding a damaged index: move it aside, salvage the LLM extraction cache if it reads cleanly."""
+"""Rebuilding a damaged index: move it aside, salvage the caches that still read cleanly.
+
+Only tables keyed by content survive a rebuild: ``extractions`` (passage text hash, model,
+prompt version -> the model's reply) and ``llm_cache`` (e.g. query entities by question
+text). Everything else (documents, passages, vectors, the graph, memories) is rebuilt from
+the notes; ids change, so nothing keyed by an id is worth keeping. A damaged table is read
+up to the first unreadable page and every row is checked before it is kept.
+"""
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
-from localrag.store.connection import connect, driver
+from localrag.store.connection import StoreError, connect, driver
+
+if TYPE_CHECKING:
+    from localrag.store.db import Store
+
+BATCH_ROWS = 500
+
+
+@dataclass(frozen=True)
+class SalvageTable:
+    name: str
+    columns: tuple[str, ...]
+    valid: Callable[[tuple], bool]
+
+
+def _json_row(row: tuple) -> bool:
+    """Key columns are text and the last column parses as JSON."""
+    if not all(isinstance(x, str) for x in row):
+        return False
+    try:
+        json.loads(row[-1])
+    except ValueError:
+        return False
+    return True
+
+
+SALVAGE = (
+    SalvageTable("extractions", ("passage_sha", "model", "prompt_version", "json"), _json_row),
+    SalvageTable("llm_cache", ("kind", "key", "model", "version", "json"), _json_row),
+)
+
+
+@dataclass(frozen=True)
+class Salvaged:
+    table: str
+    kept: int  # rows copied into the new index
+    dropped: int  # rows read but rejected (wrong types, JSON that does not parse)
+    complete: bool  # False when reading stopped at damage (or the table could not be read at all)
+    error: str = ""
+
+    def describe(self) -> str:
+        text = f"{self.table}: kept {self.kept} rows"
+        if self.dropped:
+            text += f", dropped {self.dropped} damaged rows"
+        if not self.complete:
+            text += f" (stopped at damage: {self.error})" if self.kept else f" (unreadable: {self.error})"
+        return text
 
 
 def move_aside(db_path: Path) -> Path:
-    """Rename index.db (and its -wal/-shm) to index.db.broken-<time>; returns the new path."""
+    """Rename index.db (and its -wal/-shm) to index.db.broken-<time>[-n]; returns the new path."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target = db_path.with_name(f"{db_path.name}.broken-{stamp}")
+    n = 1
+    while any(Path(str(target) + s).exists() for s in ("", "-wal", "-shm")):
+        n += 1
+        target = db_path.with_name(f"{db_path.name}.broken-{stamp}-{n}")
     for suffix in ("", "-wal", "-shm"):
         src = Path(str(db_path) + suffix)
         if src.exists():
@@ -19,31 +79,56 @@ def move_aside(db_path: Path) -> Path:
     return target
 
 
-def salvage_extractions(old_db: Path, new_conn) -> int:
-    """Copy the extraction cache rows that can still be read; 0 if the table is gone or unreadable."""
+def _read_table(conn: Any, table: SalvageTable) -> tuple[list[tuple], int, str]:
+    """(valid rows, rejected rows, error) reading in rowid order until the end or the first damage."""
     mod = driver()
+    cols = ", ".join(table.columns)
+    rows: list[tuple] = []
+    dropped = 0
+    last = -(2**63)
+    while True:
+        try:
+            batch = conn.execute(
+                f"SELECT rowid, {cols} FROM {table.name} WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, BATCH_ROWS)
+            ).fetchall()
+        except mod.DatabaseError as exc:
+            return rows, dropped, str(exc)
+        if not batch:
+            return rows, dropped, ""
+        for row in batch:
+            values = tuple(row[1:])
+            if table.valid(values):
+                rows.append(values)
+            else:
+                dropped += 1
+        last = batch[-1][0]
+
+
+def salvage_caches(old_db: Path, store: "Store") -> list[Salvaged]:
+    """Copy the readable, valid rows of the content-keyed caches from ``old_db`` into ``store``."""
     try:
         old = connect(old_db, readonly=True)
-    except Exception:
-        return 0
+    except StoreError as exc:
+        return [Salvaged(t.name, 0, 0, False, str(exc)) for t in SALVAGE]
+    out: list[Salvaged] = []
     try:
-        ok = old.execute("PRAGMA quick_check").fetchone()[0]
-        rows = old.execute("SELECT passage_sha, model, prompt_version, json FROM extractions").fetchall()
-    except mod.DatabaseError:
-        return 0
+        for table in SALVAGE:
+            rows, dropped, error = _read_table(old, table)
+            if rows:
+                marks = ",".join("?" * len(table.columns))
+                with store.transaction():
+                    store.executemany(
+                        f"INSERT OR IGNORE INTO {table.name}({', '.join(table.columns)}) VALUES({marks})", rows
+                    )
+            out.append(Salvaged(table.name, len(rows), dropped, not error, error))
     finally:
         old.close()
-    if ok != "ok" and not rows:
-        return 0
-    has_table = new_conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'extractions'").fetchone()
-    if not has_table:
-        return 0
-    new_conn.execute("BEGIN IMMEDIATE")
-    new_conn.executemany(
-        "INSERT OR IGNORE INTO extractions(passage_sha, model, prompt_version, json) VALUES(?,?,?,?)", rows
-    )
-    new_conn.execute("COMMIT")
-    return len(rows)
+    return out
+
+
+def salvage_extractions(old_db: Path, store: "Store") -> int:
+    """The number of extraction-cache rows kept (see ``salvage_caches``)."""
+    return next(s.kept for s in salvage_caches(old_db, store) if s.table == "extractions")
 
 
 def check_database(db_path: Path) -> str:
@@ -54,7 +139,8 @@ def check_database(db_path: Path) -> str:
     except Exception as exc:
         return str(exc)
     try:
-        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+        rows = conn.execute("PRAGMA integrity_check(20)").fetchall()
+        return "; ".join(str(r[0]) for r in rows)
     except mod.DatabaseError as exc:
         return f"{exc}"
     finally:

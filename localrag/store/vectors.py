@@ -132,6 +132,23 @@ class PassageVectors:
         order = np.lexsort((ids, -scores))[:k]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
+    def knn_vec0_prefilter(self, query: np.ndarray, k: int, oversample: int = OVERSAMPLE) -> list[tuple[int, float]]:
+        """The all-vec0 variant of knn_fast (bit KNN in vec0, rescoring by vec0 rowid lookups).
+
+        Not used by retrieval: kept so `localrag bench scale` can show why knn_fast reads
+        candidates from passage_f32 and prefilters in memory instead.
+        """
+        blob = to_blob(query)
+        n_cand = max(k * oversample, MIN_CANDIDATES)
+        ids = [int(r[0]) for r in self.s.query(
+            "SELECT rowid FROM passage_bits WHERE embedding MATCH vec_quantize_binary(?) AND k = ?", (blob, n_cand))]
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.s.query(
+            f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM passage_vec WHERE rowid IN ({marks})", [blob, *ids])
+        return sorted(((int(r[0]), 1.0 - float(r[1])) for r in rows), key=lambda t: (-t[1], t[0]))[:k]
+
     def knn(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         if self.count() <= EXACT_LIMIT:
             return self.knn_exact(query, k)

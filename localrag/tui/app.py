@@ -117,7 +117,9 @@ class LocalRagApp(App[None]):
 
     def on_mount(self) -> None:
         self._update_titles()
-        self.query_one(QuestionInput).focus()
+        box = self.query_one(QuestionInput)
+        box.cursor_blink = not self.stable  # a blinking cursor would make snapshots flip
+        box.focus()
         self.run_worker(partial(self.indexer.run, self._stop), thread=True, group="index", name="indexer")
         self.set_interval(0.5, self._refresh_state)
         self._refresh_state()
@@ -154,11 +156,13 @@ class LocalRagApp(App[None]):
         if not self.query(IndexProgress):
             return  # shutting down
         state = self._indexing_state()
-        icon = "⏸" if self.indexer.paused else ("⟳" if state.startswith("indexing") else "●")
+        icon = "⏸" if self.indexer.paused else ("↻" if state.startswith("indexing") else "●")
         line = f"{icon} {state}"
         if self._last_change:
             line += f" · last change: {self._last_change}"
-        self.query_one(IndexProgress).set_state(line)
+        progress = self.query_one(IndexProgress)
+        progress.graph_running = self.indexer.phase == "graph"
+        progress.set_state(line)
 
     def _refresh_status_panel(self) -> None:
         if self.last_status is not None and self.query(StatusPanel):
@@ -228,7 +232,7 @@ class LocalRagApp(App[None]):
             self._load_model()
             return self.assistant.llm().inner
 
-        return SharedModel(loaded, self.settings.llm)
+        return SharedModel(loaded, self.settings.llm, interrupt=self.indexer.interrupting)
 
     def _load_model(self) -> None:
         """In a worker thread: load the LLM once, reporting the state to the UI."""
@@ -316,7 +320,16 @@ class LocalRagApp(App[None]):
                 self.post_message(AnswerStage(block_id, f"loading the model {self.model_name} "
                                               "(first question only; the next ones start at once)…"))
                 self._load_model()
-            self.post_message(AnswerStage(block_id, f"retrieving and answering ({strategy})…"))
+            waited = False
+            while self.index.store.docs.passage_count() == 0 and (self.cycles_done == 0 or self.indexer.busy):
+                if self._stop.is_set():
+                    return
+                if not waited:
+                    self.post_message(AnswerStage(block_id, "waiting for the first passages to be indexed…"))
+                    waited = True
+                time.sleep(0.2)
+            resolved = self.assistant.resolve_strategy(strategy)
+            self.post_message(AnswerStage(block_id, f"retrieving and answering ({resolved})…"))
 
             def on_token(token: str) -> None:
                 if self._stop.is_set():

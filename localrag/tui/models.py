@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localrag.config import LLMSettings
+from localrag.ingest.watcher import Interrupted
 from localrag.llm.base import LLMError
 from localrag.llm.discovery import bundled_model, discover, model_dirs
 
@@ -61,10 +62,11 @@ class SharedModel:
     loads it); ``model_id`` is known before that, as the extraction cache key needs it.
     """
 
-    def __init__(self, get_llm, settings: LLMSettings):
+    def __init__(self, get_llm, settings: LLMSettings, interrupt=None):
         self._get_llm = get_llm  # () -> the loaded backend (the app loads it and reports the state)
         self._settings = settings
         self._loaded = None
+        self._interrupt = interrupt  # () -> bool: abandon the call now (the user is waiting for an answer)
 
     @property
     def model_id(self) -> str:
@@ -77,4 +79,10 @@ class SharedModel:
     def chat(self, messages, **kwargs):
         if self._loaded is None:
             self._loaded = self._get_llm()
+        if self._interrupt is not None and kwargs.get("on_token") is None:
+            kwargs["on_token"] = self._check  # streaming lets a long extraction call stop between tokens
         return self._loaded.chat(messages, **kwargs)
+
+    def _check(self, _token: str) -> None:
+        if self._interrupt():
+            raise Interrupted()

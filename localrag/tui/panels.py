@@ -89,7 +89,8 @@ class CostPanel(TablePanel):
         for phase, (n, prompt, completion, cached) in sorted(by_phase.items()):
             phases.add_row(phase, str(n), f"{prompt:,}", f"{completion:,}", f"{cached:,}")
         memory = answer.notes or ["nothing recalled from memory"]
-        session = f"{self.session.questions} questions · {self.session.calls} LLM calls · {self.session.tokens:,} tokens"
+        n = self.session.questions
+        session = f"{n} question{'s' if n != 1 else ''} · {self.session.calls} LLM calls · {self.session.tokens:,} tokens"
         grid = Table.grid()
         grid.add_row(Text("Last answer", style="bold underline"))
         grid.add_row(_kv(rows))

@@ -67,7 +67,7 @@ def _seed(seed: object) -> str:
     return short(seed)
 
 
-def _round_node(root: PathNode, step: dict, index: int) -> None:
+def _round_node(root: PathNode, step: dict, index: int, last: bool) -> None:
     number = step.get("round", index + 1)
     hop = root.add(f"Hop {number}", style="bold")
     if step.get("g"):
@@ -92,7 +92,11 @@ def _round_node(root: PathNode, step: dict, index: int) -> None:
     if requirement:
         hop.add(f"expansion requirement: {short(requirement)}", style="yellow")
     if "continue" in step:
-        hop.add("→ continue to the next hop" if step["continue"] else "■ stop: enough found", style="dim")
+        if not step["continue"]:
+            hop.add("■ stop: enough found", style="dim")
+        else:
+            hop.add("→ another hop wanted, but this was the last one (max_hop)" if last else "→ continue to the next hop",
+                    style="dim")
     for key, value in step.items():
         if key not in _ROUND_SHOWN and value not in ("", None, [], {}):
             hop.add(f"{key}: {short(value)}", style="red" if key in ("fallback", "errors") else "dim")
@@ -123,7 +127,7 @@ def build_path_tree(trace: Trace) -> PathNode:
     for s in steps:
         name = s.get("step")
         if name == "round":
-            _round_node(root, s, seen_rounds)
+            _round_node(root, s, seen_rounds, last=seen_rounds == n_rounds - 1)
             seen_rounds += 1
         elif name == "seeds":
             seeds = root.add("Seeds (question entities → graph entities)", style="bold")

@@ -110,11 +110,12 @@ class IndexProgress(Vertical):
         self.graph_available = graph_available
         self.stable = stable
         self.status: IndexStatus | None = None
+        self.graph_running = False  # the graph phase has started (its first progress may take a model call)
 
     def compose(self) -> ComposeResult:
         yield Label("starting…", id="index-state")
-        yield PhaseRow("Passages", "passages/s", id="row-passages")
-        yield PhaseRow("Graph", "passages/s", id="row-graph")
+        yield PhaseRow("Passages", "passages", id="row-passages")
+        yield PhaseRow("Graph", "passages", id="row-graph")
 
     def on_mount(self) -> None:
         self.sample()
@@ -147,7 +148,7 @@ class IndexProgress(Vertical):
     def _sample_graph(self, graph: PhaseFigures, st: IndexStatus | None) -> None:
         row = self.query_one("#row-graph", PhaseRow)
         if not self.graph_available:
-            row.show(0, 0, "graph extraction not available (dense + lexical search only)", active=False, stable=True)
+            row.show(0, 0, "graph extraction off (dense + lexical search only)", active=False, stable=True)
             return
         if graph.active:
             text = f"{graph.done}/{graph.total} passages extracted" + (f" · {graph.note}" if graph.note else "")
@@ -157,4 +158,6 @@ class IndexProgress(Vertical):
         queue = int(extra.get("graph_queue", 0) or 0)
         total = st.passages if st is not None else 0
         text = f"{extra.get('facts', 0)} facts · {extra.get('entities', 0)} entities · {queue} passages queued"
+        if self.graph_running and queue:
+            text += " · extracting the first of them…"
         row.show(max(total - queue, 0), total, text, active=False, stable=self.stable)

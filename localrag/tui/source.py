@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -31,25 +32,33 @@ def read_lines(folder: Path, rel: str) -> tuple[list[str] | None, str]:
     return data.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines(), ""
 
 
-def render_source(citation: Citation, folder: Path, context: int = CONTEXT_LINES) -> tuple[Text, str]:
+CITED_STYLE = "on #2b3a1f"
+
+
+def _grid() -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", no_wrap=True)  # line number
+    table.add_column(no_wrap=True, width=1)  # the cited-line bar
+    table.add_column(overflow="fold", ratio=1)  # text: wraps under itself, not under the numbers
+    return table
+
+
+def render_source(citation: Citation, folder: Path, context: int = CONTEXT_LINES) -> tuple[Table, str]:
     """The lines around the cited range with line numbers; and a note (empty when all is well)."""
     p = citation.passage
     lines, note = read_lines(folder, p.path)
-    out = Text()
+    out = _grid()
     if lines is None:
-        for i, line in enumerate(p.text.splitlines()):
-            out.append(f"{'':>5}  ", style="dim")
-            out.append(line + "\n", style="on #2b3a1f")
+        for line in p.text.splitlines():
+            out.add_row("", Text("▌", style="yellow"), Text(line, style=CITED_STYLE))
         return out, note
     start, end = max(1, p.start_line), max(p.start_line, p.end_line)
     first = max(1, start - context)
     last = min(len(lines), end + context)
-    width = len(str(last))
     for n in range(first, last + 1):
         cited = start <= n <= end
-        out.append(f"{n:>{width}} ", style="bold yellow" if cited else "dim")
-        out.append("▌ " if cited else "  ", style="yellow")
-        out.append(lines[n - 1] + "\n", style="on #2b3a1f" if cited else "")
+        out.add_row(Text(str(n), style="bold yellow" if cited else "dim"), Text("▌" if cited else " ", style="yellow"),
+                    Text(lines[n - 1], style=CITED_STYLE if cited else ""))
     first_text = next((ln.strip() for ln in p.text.splitlines() if ln.strip()), "")
     shown = "\n".join(lines[start - 1:end])
     if first_text and first_text[:40] not in shown:
@@ -60,6 +69,7 @@ def render_source(citation: Citation, folder: Path, context: int = CONTEXT_LINES
 class SourcePanel(VerticalScroll):
     DEFAULT_CSS = """
     SourcePanel { padding: 0 1; }
+    SourcePanel > Label { width: 100%; }
     SourcePanel > #source-title { text-style: bold; color: $accent; }
     SourcePanel > #source-meta { color: $text-muted; }
     SourcePanel > #source-note { color: $warning; }

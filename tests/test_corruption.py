@@ -1,0 +1,246 @@
+"""A damaged or foreign index.db is detected with a clear message; `doctor --repair` rebuilds it
+from the notes and keeps the LLM extraction cache when that cache still reads cleanly."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localrag.api import Index
+from localrag.commands import doctor
+from localrag.config import load_settings
+from localrag.store import StoreError
+from localrag.store.connection import connect
+from localrag.store.repair import check_database
+
+from scripted_llm import ScriptedLLM
+
+REPO = Path(__file__).resolve().parents[1]
+NOTE_FILES = ["orlinsford.md", "saltreach.md", "people/ilse-varnhagen.md", "projects/lanternfish.md",
+              "rye-and-plum-loaf.md", "trip-brannoch-vale-2023.md"]
+
+
+def _extraction_reply(messages, schema, phase):
+    """A grounded reply: the first candidate span of the passage related to the next ones."""
+    user = messages[-1]["content"]
+    if "Entities in this passage: " not in user:
+        return {"triples": []}
+    spans = user.split("Entities in this passage: ", 1)[1].split("\nFacts as JSON:")[0].split("; ")
+    return {"triples": [{"head": spans[0], "relation": "mentions", "tail": s} for s in spans[1:4]]}
+
+
+def _settings(folder: Path, bundled_model: Path, **extra):
+    return load_settings(folder, {"llm.model": str(bundled_model), "index.extractor": "llm", **extra}, env={})
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, embedder, bundled_model) -> Path:
+    """A folder indexed with the graph phase (a scripted model named like the bundled one), index closed."""
+    d = tmp_path_factory.mktemp("corruption") / "notes"
+    for rel in NOTE_FILES:
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "examples" / "notes" / rel, d / rel)
+    idx = Index(_settings(d, bundled_model), embedder)
+    idx.sync()
+    llm = ScriptedLLM(_extraction_reply)
+    llm.model_id = bundled_model.stem  # the cache key a real run with the bundled model would use
+    report = idx.extract_graph(llm=llm)
+    assert report.llm_calls >= idx.store.docs.passage_count() > 0 and report.facts_added > 0
+    idx.close()
+    assert not Path(str(idx.settings.db_path) + "-wal").exists(), "the WAL was checkpointed on close"
+    return d
+
+
+@pytest.fixture
+def folder(built, tmp_path) -> Path:
+    d = tmp_path / "notes"
+    shutil.copytree(built, d)
+    return d
+
+
+def _db(folder: Path) -> Path:
+    return folder / ".localrag" / "index.db"
+
+
+def _root_page(db: Path, table: str) -> tuple[int, int]:
+    conn = connect(db, readonly=True)
+    try:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    finally:
+        conn.close()
+    return int(root), int(page_size)
+
+
+def _damage_page(db: Path, page: int, page_size: int, seed: int = 0) -> None:
+    garbage = random.Random(seed).randbytes(page_size)
+    with db.open("r+b") as fh:
+        fh.seek((page - 1) * page_size)
+        fh.write(garbage)
+
+
+def _snapshot(idx: Index) -> dict:
+    g = idx.store.graph
+    names = g.all_entities()
+    passages = {p: (path, o) for path in idx.store.docs.all() for p, o in
+                [(x.id, x.ordinal) for x in idx.store.docs.passages_of(path)]}
+    return {
+        "passages": sorted((x.path, x.ordinal, x.sha256, x.start_line, x.end_line)
+                           for path in idx.store.docs.all() for x in idx.store.docs.passages_of(path)),
+        "facts": sorted((f.head_name, f.relation, f.tail_name) for f in g.all_facts()),
+        "mentions": sorted((names[e], passages[p]) for e, p in g.all_mentions()),
+        "extractions": idx.store.one("SELECT COUNT(*) FROM extractions")[0],
+    }
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRAG_")}
+    return subprocess.run([sys.executable, "-m", "localrag", *args], capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+# -- detection ---------------------------------------------------------------------------------------------
+
+def test_damaged_page_is_reported_with_the_repair_hint(folder):
+    db = _db(folder)
+    page, size = _root_page(db, "passages")
+    _damage_page(db, page, size)
+    assert check_database(db) != "ok"
+    r = _cli("ask", "Which river runs through Orlinsford?", "-f", str(folder), "--no-answer", "--strategy", "lexical")
+    assert r.returncode == 1
+    assert "damaged" in r.stderr and "localrag doctor --repair" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_truncated_file_is_reported(folder):
+    db = _db(folder)
+    with db.open("r+b") as fh:
+        fh.truncate(db.stat().st_size * 2 // 5)
+    assert check_database(db) != "ok"
+    r = _cli("ask", "Which river runs through Orlinsford?", "-f", str(folder), "--no-answer", "--strategy", "lexical")
+    assert r.returncode == 1 and "localrag doctor --repair" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_any_damaged_page_is_found_by_the_check(folder, seed):
+    """Garbage over a random page (header page excluded): `localrag doctor`'s check never says ok."""
+    db = _db(folder)
+    _, size = _root_page(db, "passages")
+    pages = db.stat().st_size // size
+    page = random.Random(seed).randrange(2, pages + 1)
+    _damage_page(db, page, size, seed)
+    assert check_database(db) != "ok", page
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path, embedder):
+    notes = tmp_path / "notes"
+    (notes / ".localrag").mkdir(parents=True)
+    (notes / "a.md").write_text("# A\n\nsome text\n")
+    import sqlite3
+
+    foreign = sqlite3.connect(notes / ".localrag" / "index.db")
+    foreign.execute("CREATE TABLE invoices(id INTEGER PRIMARY KEY, total REAL)")
+    foreign.execute("INSERT INTO invoices(total) VALUES (12.5)")
+    foreign.commit()
+    foreign.close()
+    before = (notes / ".localrag" / "index.db").read_bytes()
+    with pytest.raises(StoreError, match="did not create"):
+        Index(load_settings(notes, env={}), embedder)
+    assert (notes / ".localrag" / "index.db").read_bytes() == before, "a foreign file is never changed"
+    r = _cli("status", str(notes))
+    assert r.returncode == 1 and "did not create" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_file_that_is_not_sqlite_is_refused(tmp_path, embedder):
+    notes = tmp_path / "notes"
+    (notes / ".localrag").mkdir(parents=True)
+    (notes / ".localrag" / "index.db").write_bytes(b"<html>not a database</html>" * 200)
+    with pytest.raises(StoreError, match="doctor --repair"):
+        Index(load_settings(notes, env={}), embedder)
+
+
+# -- repair ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def no_model(monkeypatch, embedder):
+    """Any model load during repair is recorded (and answered by a scripted model); the session embedder is reused."""
+    loads: list[str] = []
+    llm = ScriptedLLM(_extraction_reply)
+
+    def make_llm(settings, role="main"):
+        loads.append(role)
+        llm.model_id = Path(settings.model).stem
+        return llm, "scripted"
+
+    monkeypatch.setattr("localrag.llm.factory.make_llm", make_llm)
+    monkeypatch.setattr("localrag.api.default_embedder", lambda: embedder)
+    return loads, llm
+
+
+def test_repair_rebuilds_and_keeps_the_extraction_cache(folder, embedder, bundled_model, no_model, capsys):
+    settings = _settings(folder, bundled_model)
+    idx = Index(settings, embedder)
+    before = _snapshot(idx)
+    idx.close()
+    db = _db(folder)
+    page, size = _root_page(db, "passages")
+    _damage_page(db, page, size)
+    page, size = _root_page(db, "passages_fts_data")
+    _damage_page(db, page, size, seed=1)
+
+    assert doctor._repair(settings) == 0
+    out = capsys.readouterr().out
+    loads, llm = no_model
+    assert loads == [] and llm.calls == [], "every extraction came from the kept cache: no model loaded"
+    assert f"extractions: kept {before['extractions']} rows" in out
+    broken = [p for p in (folder / ".localrag").glob("index.db.broken-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(broken) == 1, "the damaged file is kept aside"
+    idx = Index(settings, embedder)
+    after = _snapshot(idx)
+    assert after == before
+    assert idx.store.integrity_check() == "ok"
+    assert idx.store.calls.totals_by_phase().get("index") is None
+    idx.close()
+
+
+def test_repair_with_a_damaged_extraction_cache_re_extracts(folder, embedder, bundled_model, no_model, capsys):
+    settings = _settings(folder, bundled_model)
+    idx = Index(settings, embedder)
+    before = _snapshot(idx)
+    n_passages = idx.store.docs.passage_count()
+    idx.close()
+    db = _db(folder)
+    page, size = _root_page(db, "extractions")
+    _damage_page(db, page, size)
+
+    assert doctor._repair(settings) == 0
+    out = capsys.readouterr().out
+    assert "extractions: kept" in out
+    loads, llm = no_model
+    kept = int(out.split("extractions: kept ")[1].split()[0])
+    assert kept == 0 and len(llm.calls) >= n_passages, "passages whose cached reply was lost are extracted again"
+    idx = Index(settings, embedder)
+    assert _snapshot(idx) == before, "the same scripted model rebuilds the same graph"
+    idx.close()
+
+
+def test_doctor_repair_cli_on_a_file_that_is_not_a_database(folder):
+    db = _db(folder)
+    db.write_bytes(b"\x00garbage" * 4096)
+    env_extra = {"LOCALRAG_INDEX_EXTRACTOR": "rules"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRAG_")} | env_extra
+    r = subprocess.run([sys.executable, "-m", "localrag", "doctor", "--repair", str(folder)], capture_output=True,
+                       text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "extractions: kept 0 rows (unreadable" in r.stdout
+    assert "index database: ok" in r.stdout
+    r = _cli("status", str(folder), "--json")
+    assert r.returncode == 0, r.stderr
+    assert '"documents": 6' in r.stdout
