@@ -137,16 +137,17 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--model", type=Path, default=None, help="GGUF (default: the bundled SmolLM2)")
     ap.add_argument("--url", default="", help="benchmark an already running server instead of starting one")
+    ap.add_argument("--llm-model", default="", help="model name on --url (default: the first it lists)")
     ap.add_argument("--skip-in-process", action="store_true")
     ap.add_argument("--rounds", type=int, default=4, help="interleave the configurations over this many chunks")
     args = ap.parse_args()
 
     model = args.model or bundled_model()
-    if model is None:
+    if model is None and not (args.url and args.skip_in_process):
         raise SystemExit("no model: pass --model PATH or install the bundled SmolLM2")
     passages = load_passages(args.corpus, args.passages)
     levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
-    settings = LLMSettings(model=str(model), n_ctx=args.n_ctx, n_threads=args.threads, timeout_s=600.0)
+    settings = LLMSettings(model=str(model or ""), n_ctx=args.n_ctx, n_threads=args.threads, timeout_s=600.0)
     opts = ExtractorOptions(extractor="llm", max_tokens=args.max_tokens)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the server
     configs: list[tuple[str, int]] = ([] if args.skip_in_process else [("in process (llama-cpp-python)", 1)]) + \
@@ -166,7 +167,8 @@ def main() -> int:
             url = f"http://127.0.0.1:{port}/v1"
         from localrag.llm.openai_compat import OpenAICompatLLM
 
-        served = OpenAICompatLLM(LLMSettings(url=url, timeout_s=600.0, retries=2, seed=settings.seed))
+        served = OpenAICompatLLM(LLMSettings(url=url, url_model=args.llm_model, timeout_s=600.0, retries=2,
+                                             seed=settings.seed))
         backends["served (llama_cpp.server)"] = served
         for llm in backends.values():
             run(llm, passages[:2], 1, opts, "warm-up")
@@ -195,7 +197,7 @@ def main() -> int:
             proc.wait(timeout=30)
     rows = [totals[k] for k in configs]
 
-    print(f"\nmodel {model.name}, {len(passages)} passages from {args.corpus}, prompt {opts.prompt_version()}, "
+    print(f"\nmodel {model.name if model else args.llm_model or 'first listed'}, {len(passages)} passages from {args.corpus}, prompt {opts.prompt_version()}, "
           f"max_tokens {args.max_tokens}, {args.threads} threads, {args.rounds} rounds, "
           f"served response_format: {form}\n")
     print("| backend | in flight | passages | LLM calls | seconds | passages/min | vs first row | completion tok/s | "

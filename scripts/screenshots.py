@@ -38,9 +38,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--notes", default=str(REPO / "examples" / "notes"), help="notes folder to copy and index")
     p.add_argument("--question", default=DEFAULT_QUESTION, help="the question to ask")
     p.add_argument("--size", default="160x48", help="terminal size COLSxROWS")
-    p.add_argument("--extractor", default="rules",
-                   help="graph extractor for this run (default rules: seconds instead of many minutes of SmolLM2 "
-                        "extraction; the answer, NER and path tracking still use the real model)")
+    p.add_argument("--extractor", default=None,
+                   help="graph extractor for this run (default: the configured one; `auto` picks the rules extractor "
+                        "for the bundled SmolLM2, whose own triples are too poor to be worth minutes of extraction)")
     p.add_argument("--no-png", action="store_true", help="SVG only")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for indexing / the answer")
     return p.parse_args()
@@ -60,19 +60,23 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
 
     def shot(name: str) -> None:
         app.save_screenshot(filename=f"{name}.svg", path=str(out))
-        shots.append(name)
+        if name not in shots:
+            shots.append(name)
         print(f"  {name}.svg")
 
     async with app.run_test(size=size) as pilot:
         started = time.monotonic()
         await wait_for(pilot, lambda: app.feed.snapshot()[0].active or app.cycles_done > 0, 120, "indexing to start")
-        caught = False
-        while app.last_cycle is None or app.indexer.busy:
+        caught = 0  # 1: a phase is running; 2: part-way, with a rate (retaken when a better frame comes)
+        last_phase = "graph" if app.indexer.has_graph_phase else "sync"
+        while app.last_cycle is None or app.last_cycle.phase != last_phase or app.indexer.busy:
             passages, graph = app.feed.snapshot()
-            if not caught and ((passages.active and passages.total) or (graph.active and graph.total)):
+            running = [p for p in (passages, graph) if p.active and p.total]
+            level = 2 if any(0 < p.done < p.total for p in running) else 1 if running else 0
+            if level > caught:
                 await pilot.pause(0.3)  # let the rate meter get two samples
                 shot("indexing")
-                caught = True
+                caught = level
             if time.monotonic() - started > timeout:
                 raise SystemExit("screenshots: indexing did not finish")
             await pilot.pause(0.05)
@@ -148,8 +152,10 @@ def main() -> int:
     shutil.copytree(args.notes, notes, ignore=shutil.ignore_patterns(".localrag"))
     # the bundled model, whatever models/ or the environment say: the screenshots show the out-of-the-box app
     settings = load_settings(notes, {"index.extractor": args.extractor, "llm.model": str(bundled_model())}, env={})
+    extractor = settings.index.extractor
     app = LocalRagApp(settings)
-    print(f"screenshots of {args.notes} (copied to {notes}), {cols}x{rows}, question: {args.question!r}")
+    print(f"screenshots of {args.notes} (copied to {notes}), {cols}x{rows}, extractor {extractor}, "
+          f"question: {args.question!r}")
     try:
         timings = asyncio.run(drive(app, out, args.question, (cols, rows), args.timeout))
     finally:

@@ -71,3 +71,23 @@ def test_the_in_memory_bits_follow_inserts_and_deletes(store):
     store.execute("DELETE FROM passage_f32 WHERE id = 99999")
     assert store.vectors.count() == N
     assert store.vectors.knn_fast(probe, 1)[0][0] != 99_999
+
+
+def test_an_index_made_before_the_rescoring_table_is_backfilled(tmp_path):
+    path = tmp_path / "old.db"
+    s = Store(path, dim=DIM, embedder_id="test-random")
+    vecs = _unit(np.random.default_rng(2).standard_normal((30, DIM)))
+    s.vectors.put_many((i + 1, v) for i, v in enumerate(vecs))
+    # roll the file back to schema 4: no plain vectors, no counter
+    for sql in ("DROP TRIGGER passages_gone_f32", "DROP TABLE passage_f32", "DROP TABLE vector_state",
+                "DELETE FROM schema_migrations WHERE version = 5"):
+        s.execute(sql)
+    s.close()
+    reopened = Store(path, dim=DIM, embedder_id="test-random")
+    try:
+        assert reopened.vectors.count() == 30
+        got = reopened.vectors.get([7])[7]
+        assert np.allclose(got, vecs[6])
+        assert reopened.vectors.knn_fast(vecs[6], 1)[0][0] == 7
+    finally:
+        reopened.close()

@@ -272,3 +272,38 @@ def test_a_reader_is_not_held_up_by_a_writers_transaction(tmp_path, embedder, mo
     answer = Assistant(reader).ask("Which river runs through Orlinsford?", strategy="hybrid", answer=False)
     assert answer.query_id is not None and reader.store.calls.recent_queries(1)[0].text.startswith("Which river")
     reader.close()
+
+
+def test_a_reader_that_cannot_write_still_answers(tmp_path, embedder):
+    """Query log, NER cache and memory replay are writes; on an index that cannot be written
+    (opened read-only here) the question is still answered and the trace says what was not kept."""
+    from localrag.api import Assistant
+    from localrag.records import Triple
+
+    from scripted_llm import ScriptedLLM
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "mira.md").write_text("# Mira Okafor\n\nMira Okafor leads the Heron project.\n")
+    (folder / "heron.md").write_text("# Heron project\n\nThe Heron project is hosted in Vessby.\n")
+    settings = load_settings(folder, {"neuropath.ner": "llm", "memory.enabled": True}, env={})
+    idx = Index(settings, embedder)
+    idx.sync()
+    for name, triple in {"mira.md": ("mira okafor", "leads", "heron project"),
+                         "heron.md": ("heron project", "hosted in", "vessby")}.items():
+        (p,) = idx.store.docs.passages_of(name)
+        idx.store.graph.write_extraction(p.id, [Triple(*triple)], [], embedder.encode)
+    idx.close()
+
+    def respond(messages, schema, phase):
+        if phase == "ner":
+            return {"named_entities": ["Mira Okafor"]}
+        return {"current_chain": "", "valid_ids": [0], "expansion_requirements": "", "need_expand_ids": [], "continue": 0}
+
+    ro = Index(settings, embedder, readonly=True)
+    answer = Assistant(ro, llm=ScriptedLLM(respond)).ask("Where is Mira Okafor's project hosted?",
+                                                        strategy="neuropath", answer=False)
+    assert answer.retrieval.passages and answer.query_id is None
+    memory = next(s for s in answer.retrieval.trace.steps if s["step"] == "memory")
+    assert memory["enhanced"] == 0 and "readonly" in memory["not_written"]
+    ro.close()

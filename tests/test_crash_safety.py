@@ -219,7 +219,7 @@ def _remaining(db: Path, phase: str, reference: dict) -> float:
     try:
         done = {(p, sha) for p, sha in conn.execute("SELECT path, sha256 FROM documents")}
         if phase == "sync":
-            wanted = {(d[0], d[2]) for d in reference["documents"]}
+            wanted = {(d[0], d[1]) for d in reference["documents"]}  # (path, sha256)
             return len(wanted - done) / max(1, len(wanted))
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         if "graph_queue" not in tables:
@@ -448,6 +448,7 @@ def test_sigkill_at_random_points_then_restart_matches_uninterrupted(tmp_path, b
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(6 * 3600)
 def test_soak_every_kill_followed_by_a_finishing_restart(tmp_path, bundled_model):
     config = {
         "seed": 7, "restart_each": True,

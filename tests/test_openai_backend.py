@@ -275,6 +275,7 @@ def test_answer_path_through_the_server(served: ServerProcess):
     assert [c.phase for c in calls] == ["answer"] and calls[0].completion_tokens > 0
 
 
+@pytest.mark.slow
 def test_neuropath_tracking_and_answer_through_the_server(served: ServerProcess, tmp_path: Path, settings_for, embedder):
     """NER, path tracking and the answer all go to the server; the calls land in the index's log."""
     from localrag.api import Assistant, Index
@@ -289,7 +290,9 @@ def test_neuropath_tracking_and_answer_through_the_server(served: ServerProcess,
     folder.mkdir()
     for name, text in notes.items():
         (folder / name).write_text(text)
-    index = Index(settings_for(folder, **{"neuropath.ner": "llm", "llm.url": served.url, "llm.retries": 1}), embedder)
+    overrides = {"neuropath.ner": "llm", "llm.url": served.url, "llm.retries": 1, "llm.json_max_tokens": 300,
+                 "llm.answer_max_tokens": 64}
+    index = Index(settings_for(folder, **overrides), embedder)
     try:
         index.sync()
         for name, triple in triples.items():

@@ -270,7 +270,7 @@ def test_first_question_shows_the_model_loading(tui_app) -> None:
             assert "not loaded yet" in app.model_state
             app.query_one("#question").value = "How high is Mount Skelda?"
             await pilot.press("enter")
-            await wait_until(pilot, lambda: "loading the model" in str(app.query_one(".stage").content), 10,
+            await wait_until(pilot, lambda: any("loading the model" in str(w.content) for w in app.query(".stage")), 10,
                              "the loading stage")
             assert app.model_state == "loading…"
             await pilot.press(*"typing stays live")  # the UI is not blocked by the load

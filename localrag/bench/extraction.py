@@ -5,6 +5,8 @@
 Prints one table row per variant:
 - facts/passage: triples that pass the filters (for "free", only the structural ones);
 - grounded/passage: of those, facts whose head and tail occur in the passage;
+- relation in text: share of facts whose relation's content words occur in the passage
+  (a proxy for invented relations: "Paganini Horror | born on | 1989" fails it);
 - title-linked: share of passages with at least one fact whose head or tail is the
   passage's title entity (what multi-hop over titles needs);
 - s/passage: wall seconds per passage (model calls included);
@@ -89,6 +91,7 @@ class Row:
     passages: int = 0
     facts: int = 0
     grounded: int = 0
+    relation_in_text: int = 0
     title_linked: int = 0
     seconds: float = 0.0
     prompt_tokens: int = 0
@@ -100,8 +103,18 @@ class Row:
     def cells(self) -> list[str]:
         n = max(1, self.passages)
         evaluated = f"{self.evaluated / n:.0f} / {self.prompt_tokens / n:.0f}" if self.calls else "–"
-        return [self.variant, f"{self.facts / n:.2f}", f"{self.grounded / n:.2f}", f"{self.title_linked / n:.2f}",
+        in_text = f"{self.relation_in_text / self.facts:.2f}" if self.facts else "–"
+        return [self.variant, f"{self.facts / n:.2f}", f"{self.grounded / n:.2f}", in_text, f"{self.title_linked / n:.2f}",
                 f"{self.seconds / n:.2f}", evaluated, f"{self.calls / n:.2f}", f"{self.rejected}/{self.passages}"]
+
+
+_FUNCTION_WORDS = frozenset("a an the of in on at to by for with as is was are were be been and or from its his her".split())
+
+
+def relation_in_text(relation: str, normalised_text: str) -> bool:
+    """A proxy for a hallucinated relation: its content words do not all occur in the passage."""
+    words = [w for w in relation.split() if w not in _FUNCTION_WORDS] or relation.split()
+    return all(occurs_in(w, normalised_text) for w in words)
 
 
 VARIANTS: dict[str, ExtractorOptions] = {
@@ -130,6 +143,7 @@ def run_variant(name: str, opts: ExtractorOptions, passages: list[GoldPassage], 
         row.passages += 1
         row.facts += len(ex.triples)
         row.grounded += sum(occurs_in(t.head, text) and occurs_in(t.tail, text) for t in ex.triples)
+        row.relation_in_text += sum(relation_in_text(t.relation, text) for t in ex.triples)
         row.title_linked += any(title in (t.head, t.tail) for t in ex.triples)
         row.prompt_tokens += ex.prompt_tokens
         row.evaluated += ex.prompt_tokens - ex.cached_tokens
@@ -145,7 +159,7 @@ def run_variant(name: str, opts: ExtractorOptions, passages: list[GoldPassage], 
 
 
 def table(rows: list[Row]) -> str:
-    head = ["variant", "facts/passage", "grounded/passage", "title-linked", "s/passage",
+    head = ["variant", "facts/passage", "grounded/passage", "relation in text", "title-linked", "s/passage",
             "prompt eval / total tok", "calls/passage", "rejected"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r.cells()) + " |" for r in rows]

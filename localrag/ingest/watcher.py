@@ -137,8 +137,8 @@ class FolderWatcher:
     # -- events --------------------------------------------------------------------
     def handle(self, kind: str, src: str, dest: str = "", is_directory: bool = False) -> None:
         """Record one event (public so tests and other sources can feed it)."""
-        if kind in _IGNORED_EVENTS:
-            return
+        if kind in _IGNORED_EVENTS or (is_directory and kind in ("modified", "closed")):
+            return  # a folder's mtime changes with every file in it: the file events say more
         rels = [r for r in (relevant_path(self.root, p, self.settings, is_directory) for p in (src, dest) if p) if r]
         if not rels:
             return
@@ -217,7 +217,7 @@ class AutoIndexer:
     def __init__(self, index: Any, *, on_result: Callable[[IndexCycle], None] | None = None,
                  on_sync_progress: SyncProgressFn | None = None, on_graph_progress: GraphProgressFn | None = None,
                  graph: bool = True, watch: bool = True, debounce_s: float | None = None,
-                 graph_llm: Callable[[], Any] | None = None):
+                 graph_llm: Callable[[], Any | None] | None = None):
         self.index = index
         self.on_result = on_result or (lambda cycle: None)
         self.on_sync_progress = on_sync_progress
@@ -233,6 +233,8 @@ class AutoIndexer:
         self.busy = False  # a sync or graph phase is running
         self.phase = ""  # "sync" | "graph" | "" (idle)
         self.watching = False
+        self.running = False  # run() has started and not yet returned
+        self.finished = threading.Event()  # run() has returned: the index may be closed
 
     @property
     def paused(self) -> bool:
@@ -273,6 +275,8 @@ class AutoIndexer:
         """Blocking loop: start-up sync, then one cycle per change batch, until ``stop``."""
         outer = stop or threading.Event()
         stopping = lambda: outer.is_set() or self._stop.is_set()  # noqa: E731
+        self.finished.clear()
+        self.running = True
         watcher = None
         if self.watch:
             watcher = FolderWatcher(self.index.folder, self.index.settings.index, self._queue.put,
@@ -294,6 +298,8 @@ class AutoIndexer:
             self.watching = False
             if watcher is not None:
                 watcher.stop()
+            self.running = False
+            self.finished.set()
 
     # -- internals -------------------------------------------------------------------
     def _drain(self, first: ChangeBatch | None) -> ChangeBatch | None:
@@ -346,8 +352,9 @@ class AutoIndexer:
 
     def _extract(self, cycle: IndexCycle, graph_stop: Callable[[], bool]) -> None:
         progress = self.on_graph_progress or (lambda p: None)
-        if self.graph_llm is not None:
-            cycle.graph = self.index.extract_graph(progress, graph_stop, llm=self.graph_llm())
+        llm = self.graph_llm() if self.graph_llm is not None else None
+        if llm is not None:
+            cycle.graph = self.index.extract_graph(progress, graph_stop, llm=llm)
         else:
             cycle.graph = self.index.extract_graph(progress, graph_stop)
         cycle.stopped = graph_stop()

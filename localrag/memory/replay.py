@@ -36,10 +36,23 @@ class ReplayResult:
     enhanced: int
     penalised: int
     skipped_missing: int
+    error: str = ""  # why nothing was written (the index busy past the timeout, or read-only)
 
 
 def apply(store: Store, query: str, strategy: str, qvec: np.ndarray, fb: Feedback, cfg: MemorySettings) -> ReplayResult:
-    """One transaction: enhance kept edges, penalise rejected ones (never an edge that was also kept)."""
+    """One transaction: enhance kept edges, penalise rejected ones (never an edge that was also kept).
+    Learning is never worth failing a question for: a write that cannot happen is reported, not raised."""
+    try:
+        return _apply(store, query, strategy, qvec, fb, cfg)
+    except Exception as exc:
+        from localrag.store.connection import database_error_message
+
+        if database_error_message(exc) is None:
+            raise
+        return ReplayResult(0, 0, 0, error=str(exc))
+
+
+def _apply(store: Store, query: str, strategy: str, qvec: np.ndarray, fb: Feedback, cfg: MemorySettings) -> ReplayResult:
     kept = [k for k in fb.kept]
     rejected = [k for k in fb.rejected if k not in set(kept)]
     enhanced = penalised = missing = 0

@@ -149,6 +149,7 @@ class NeuroPath:
             "memory", recalled_edges=recall.edges, recalled_paths=[p.text.strip() for p in recall.paths],
             from_knn=recall.from_knn, skipped_rounds=skipped, tokens_saved_est=saved,
             enhanced=result.enhanced, penalised=result.penalised, penalty=ctx.settings.memory.penalty,
+            **({"not_written": result.error} if result.error else {}),
         )
 
     def track(self, ctx: Context, query: str, seeds: list[int], trace: Trace,

@@ -149,7 +149,7 @@ class LocalRagApp(App[None]):
         if self.indexer.paused:
             return "paused (F7 resumes)"
         if self.indexer.busy or self.cycles_done == 0:
-            return "indexing: building the graph" if self.indexer.phase == "graph" else "indexing: reading files"
+            return "indexing: building the graph" if self.indexer.phase == "graph" else "indexing: reading and embedding files"
         return "watching for changes" if self.indexer.watching else "idle (not watching)"
 
     def _refresh_state(self) -> None:
@@ -225,8 +225,14 @@ class LocalRagApp(App[None]):
         self._refresh_status_panel()
 
     # -- model -------------------------------------------------------------------------
-    def _graph_model(self) -> SharedModel:
-        """Extraction borrows the answering model (loaded on its first call) instead of loading a second copy."""
+    def _graph_model(self) -> "SharedModel | None":
+        """Extraction borrows the answering model (loaded on its first call) instead of loading a second copy.
+
+        None when the extractor needs no model (the index then decides, as `localrag index` does)."""
+        from localrag.kg.builder import resolve_extractor
+
+        if resolve_extractor(self.settings)[0] == "rules":
+            return None
 
         def loaded():
             self._load_model()
@@ -376,7 +382,8 @@ class LocalRagApp(App[None]):
         await block.finish(msg.answer, self.stable)
         self.query_one(PathTree).show_trace(msg.answer.retrieval.trace)
         self.query_one(CostPanel).show_answer(msg.answer, self.stable)
-        self.query_one(ChatLog).scroll_end(animate=False)
+        chat = self.query_one(ChatLog)
+        self.call_after_refresh(chat.scroll_end, animate=False)  # after the final Markdown has its height
 
     async def on_answer_failed(self, msg: AnswerFailed) -> None:
         self.answering = False

@@ -143,7 +143,7 @@ def build_path_tree(trace: Trace) -> PathNode:
             recalled = s.get("recalled_edges", 0)
             mem = root.add(f"Memory: recalled {recalled} edge{'s' if recalled != 1 else ''}", style="magenta")
             for key, value in s.items():
-                if key not in ("step", "recalled_edges"):
+                if key not in ("step", "recalled_edges") and value not in ("", None, [], {}):
                     mem.add(f"{key}: {short(value)}")
         else:
             _generic(root, s)
