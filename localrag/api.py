@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from localrag.kg.builder import GraphProgress, GraphReport
 
 
+# `auto` switches to NeuroPath when at most this share of passages still waits for extraction
+AUTO_GRAPH_QUEUE_SHARE = 0.1
+
+
 class EmptyIndexError(RuntimeError):
     """A question was asked of an index with no passages."""
 
@@ -134,18 +138,14 @@ class Assistant:
         return Context(self.index.store, self.index.embedder, self.settings, llm_factory=self.llm)
 
     def resolve_strategy(self, name: str | None) -> str:
+        """``auto`` is NeuroPath once most of the graph exists, hybrid before that."""
         name = name or self.settings.strategy
-        if name == "auto":
-            from localrag.retrieve.base import strategy_names
-
-            has_graph = "neuropath" in strategy_names() and self.index.store.one(
-                "SELECT name FROM sqlite_master WHERE name = 'facts'") is not None
-            if has_graph:
-                from localrag.retrieve.base import get_strategy as _g  # noqa: F401
-                count = self.index.store.one("SELECT COUNT(*) FROM facts")[0]
-                return "neuropath" if count else "hybrid"
-            return "hybrid"
-        return name
+        if name != "auto":
+            return name
+        counts = self.index.store.graph.counts()
+        passages = self.index.store.docs.passage_count()
+        built = passages > 0 and counts.facts > 0 and counts.queued <= AUTO_GRAPH_QUEUE_SHARE * passages
+        return "neuropath" if built else "hybrid"
 
     # -- asking ------------------------------------------------------------------
     def retrieve(self, question: str, strategy: str | None = None, k: int | None = None) -> Retrieval:

@@ -38,9 +38,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--notes", default=str(REPO / "examples" / "notes"), help="notes folder to copy and index")
     p.add_argument("--question", default=DEFAULT_QUESTION, help="the question to ask")
     p.add_argument("--size", default="160x48", help="terminal size COLSxROWS")
-    p.add_argument("--extractor", default=None,
-                   help="graph extractor for this run (default: the configured one; `auto` picks the rules extractor "
-                        "for the bundled SmolLM2, whose own triples are too poor to be worth minutes of extraction)")
+    p.add_argument("--extractor", default="rules",
+                   help="graph extractor for this run (default rules: what `auto` picks for the bundled SmolLM2, "
+                        "whose own triples are too poor to be worth ~10 minutes of extraction; given by name here "
+                        "because the model is named explicitly, which `auto` would take for a user's model)")
     p.add_argument("--no-png", action="store_true", help="SVG only")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for indexing / the answer")
     return p.parse_args()

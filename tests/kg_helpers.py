@@ -45,8 +45,8 @@ class GraphSnapshot:
 
     entities: frozenset[str]
     facts: frozenset[tuple[str, str, str]]
-    sources: frozenset[tuple[tuple[str, str, str], str]]  # (fact, passage sha)
-    mentions: frozenset[tuple[str, str]]  # (entity, passage sha)
+    sources: frozenset[tuple[tuple[str, str, str], str]]  # (fact, passage as "path#ordinal")
+    mentions: frozenset[tuple[str, str]]  # (entity, passage as "path#ordinal")
     coref: frozenset[tuple[str, str]]
     queued: int
 
@@ -54,7 +54,7 @@ class GraphSnapshot:
 def snapshot(index: Index) -> GraphSnapshot:
     g = index.store.graph
     names = g.all_entities()
-    shas = {p.id: p.sha256 for p in index.store.docs.passages(index.store.docs.all_passage_ids())}
+    shas = {p.id: f"{p.path}#{p.ordinal}" for p in index.store.docs.passages(index.store.docs.all_passage_ids())}
     facts = {f.id: (f.head_name, f.relation, f.tail_name) for f in g.all_facts()}
     return GraphSnapshot(
         frozenset(names.values()),

@@ -78,6 +78,8 @@ def check_store(db: Path) -> list[str]:
         if integrity != ["ok"]:
             problems.append(f"integrity_check: {integrity[:5]}")
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "documents" not in tables:
+            return problems  # killed before the first migration committed: an empty file, nothing else to check
         for name, sql in CONSISTENCY.items():
             if "edges" in sql and "edges" not in tables:
                 continue

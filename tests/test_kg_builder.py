@@ -163,3 +163,18 @@ def test_export_graphml_and_json(kg_index, tmp_path, capsys):
 def test_spans_of_notes_fixture_are_sane():
     spans = [s.text for s in find_spans(NOTES["ada-lovelace.md"].split("\n", 2)[2])]
     assert "Ada Lovelace" in spans and "Analytical Engine" in spans and "1815" in spans
+
+
+def test_a_move_that_changes_the_title_requeues_and_moves_the_title_mention(kg_index, tmp_path):
+    folder = write_notes(tmp_path / "a", {"ada-notes.md": "Ada Lovelace met Charles Babbage in London in 1833.\n"})
+    index, _ = build(kg_index, folder)
+    assert "ada notes" in snapshot(index).entities  # no heading: the title is the file name
+    shutil.move(folder / "ada-notes.md", folder / "lovelace.md")
+    index.sync()
+    assert index.store.graph.queue_length() == 1  # same passage id, new title: re-extract (rules/cache)
+    index.extract_graph()
+    got = snapshot(index)
+    assert "lovelace" in got.entities and "ada notes" not in got.entities
+    fresh, _ = build(kg_index, write_notes(tmp_path / "b", {"lovelace.md": "Ada Lovelace met Charles Babbage in London in 1833.\n"}))
+    assert got == snapshot(fresh)
+    assert_healthy(index)

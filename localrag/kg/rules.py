@@ -83,15 +83,15 @@ def rules_triples(text: str, title: str = "", max_triples: int = 24) -> list[Tri
 
     for s_start, s_end in sentences(clean):
         inside = [s for s in spans if s_start <= s.start and s.end <= s_end]
-        starts_with_pronoun = _about_title(clean[s_start:s_end], inside, s_start)
+        about_title = _about_title(clean[s_start:s_end], inside, s_start)
         subject: Span | None = None
-        if starts_with_pronoun and title_norm:
+        if about_title and title_norm:
             subject = Span(title, s_start, s_start, "title")
         else:
             subject = next((s for s in inside if s.kind in ("name", "quoted", "title")), None)
         if subject is None:
             continue
-        previous_end = s_start if subject.start > s_start or starts_with_pronoun else subject.end
+        previous_end = s_start if subject.start > s_start or about_title else subject.end
         head = _title_alias(subject.norm, title_norm, True)
         relation = ""
         for span in inside:

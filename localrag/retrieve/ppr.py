@@ -19,7 +19,6 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from localrag.kg.normalise import normalise_phrase
 from localrag.kg.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
