@@ -184,7 +184,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from localrag.api import Index
 from localrag.config import load_settings
-index = Index(load_settings(sys.argv[1], {"db": sys.argv[2]}, env={}))
+index = Index(load_settings(sys.argv[1], {"db": sys.argv[2]}))
 report = index.sync()
 index.close()
 print(json.dumps({"sync_s": report.seconds, "changed": report.changed, "in_process_s": time.perf_counter() - t0}))

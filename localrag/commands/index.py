@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        "knowledge graph from the extraction queue (slow, resumable).")
     add_folder(p, required=True)
     p.add_argument("--no-graph", action="store_true", help="only the fast phase (dense and lexical search)")
-    p.add_argument("--extractor", choices=["llm", "rules", "llm+rules"], help="graph extractor (default from config)")
+    p.add_argument("--extractor", choices=["auto", "llm", "rules", "llm+rules"], help="graph extractor (default from config)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
