@@ -91,14 +91,15 @@ def test_move_and_retitle_cost_no_model_call(kg_index, tmp_path):
     assert first_calls == report.llm_calls > 0
     shutil.move(folder / "charles-babbage.md", folder / "babbage.md")  # a move keeps passage ids
     index.sync()
-    assert index.store.graph.queue_length() == 0
+    # the note linking to charles-babbage.md is re-queued: its link target disappeared (issue 3, link facts)
+    assert index.store.graph.queue_length() == 1
     text = NOTES["charles-babbage.md"].replace("# Charles Babbage", "# Babbage, Charles")
     (folder / "babbage.md").write_text(text, encoding="utf-8")  # new title, same body passage
     (folder / "copy.md").write_text(NOTES["ada-lovelace.md"], encoding="utf-8")  # same text, new passages
     index.sync()
     again = index.extract_graph(llm=llm)
-    # the copy is served from the cache; only the passage holding the changed heading is new text
-    assert (again.passages, again.cached, again.llm_calls) == (2, 1, 1)
+    # the copy and the re-queued linking passage come from the cache; only the changed heading is new text
+    assert (again.passages, again.cached, again.llm_calls) == (3, 2, 1)
     assert len(llm.calls) == first_calls + 1
     entities = snapshot(index).entities
     assert "babbage charles" in entities

@@ -4,12 +4,9 @@ on 127.0.0.1), plus a tiny in-test HTTP stub for the retry, fallback and secret-
 from __future__ import annotations
 
 import ast
-import http.client
 import json
 import logging
 import socket
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from served_helpers import ServerProcess, free_port, llm_settings
 
 from localrag.answer import generate, strip_invalid_citations
 from localrag.config import ConfigError, LLMSettings, load_settings
@@ -34,56 +32,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "localrag"
 SECRET = "sk-localrag-test-7f3a9c1e5b"
 
 
-# -- a real server ---------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ServerProcess:
-    """llama-cpp-python's OpenAI-compatible server on 127.0.0.1; always killed at the end."""
-
-    def __init__(self, model: Path, log_path: Path, port: int | None = None):
-        self.model, self.log_path = model, log_path
-        self.port = port or free_port()
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self, timeout_s: float = 90.0) -> None:
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--n_threads_batch", "1",
-               "--verbose", "False"]  # one thread: on a shared, busy machine two spin-waiting threads crawl
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/v1/models")
-                if conn.getresponse().status == 200:
-                    conn.close()
-                    return
-                conn.close()
-            except OSError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"the server did not become ready in {timeout_s} s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        self.proc = None
-
-
 @pytest.fixture(scope="session")
 def served(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory):
     server = ServerProcess(bundled_model, tmp_path_factory.mktemp("server") / "server.log")
@@ -92,12 +40,6 @@ def served(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory):
         yield server
     finally:
         server.stop()
-
-
-def llm_settings(url: str, **kw) -> LLMSettings:
-    base = {"url": url, "timeout_s": 60.0, "retries": 2, "retry_backoff_s": 0.05}
-    base.update(kw)
-    return LLMSettings(**base)
 
 
 # -- a scripted stub server (for retry / fallback / secret paths only) ---------------------------

@@ -83,3 +83,33 @@ def test_dense_fast_path_agrees_with_exact(assistant):
     exact = store.vectors.knn_exact(q, 5)
     fast = store.vectors.knn_fast(q, 5)
     assert [p for p, _ in fast] == [p for p, _ in exact]
+
+
+def test_hybrid_equals_the_fusion_of_dense_and_lexical_run_side_by_side(assistant):
+    """hybrid runs BM25 on the store's second connection, concurrently: same ranking as in sequence."""
+    from localrag.retrieve.dense import dense_ranked
+
+    ctx = assistant.context()
+    store = ctx.store
+    pool = max(ctx.settings.hybrid_pool, 8)
+    for q in QUESTIONS[:5]:
+        side = store.lexical.search(q["question"], pool, side=True)
+        assert side == store.lexical.search(q["question"], pool)
+        expected = rrf([dense_ranked(ctx, q["question"], pool), side], 8, rrf_k=ctx.settings.hybrid_rrf_k)
+        got = [(sp.passage.id) for sp in assistant.retrieve(q["question"], "hybrid", 8).passages]
+        assert got == [pid for pid, _ in expected]
+
+
+def test_side_connection_sees_committed_rows_only_and_closes(tmp_path):
+    from localrag.store import Store
+
+    s = Store(tmp_path / "i.db", dim=4, embedder_id="t")
+    s.execute("CREATE TABLE t(x)")
+    s.execute("INSERT INTO t VALUES (1)")
+    assert s.side_query("SELECT count(*) FROM t") == [(1,)]
+    with s.transaction():
+        s.execute("INSERT INTO t VALUES (2)")
+        assert s.side_query("SELECT count(*) FROM t") == [(1,)]  # not committed yet
+    assert s.side_query("SELECT count(*) FROM t") == [(2,)]
+    s.close()
+    assert s._side is None

@@ -156,7 +156,7 @@ def plot_recall(results: Sequence[BenchResult], out: Path, k: str = "5", with_re
     ax.set_ylabel(f"recall@{k}")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"Passage recall@{k} per strategy and data set")
-    ax.legend(fontsize=8, ncols=min(len(labels), 4), loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    ax.legend(fontsize=8, ncols=min(len(labels), 4), loc="upper center", bbox_to_anchor=(0.5, -0.24), frameon=False)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130, bbox_inches="tight")

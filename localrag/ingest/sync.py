@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -25,6 +26,7 @@ from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk, chunk_text
 from localrag.ingest.loaders import LoadedText, SkipFile, load_data, read_bytes
 from localrag.ingest.walker import FoundFile, walk
+from localrag.kg.signals import note_link_hrefs
 from localrag.records import SkippedFile
 from localrag.store import Store
 from localrag.store.documents import NewPassage
@@ -118,20 +120,21 @@ def sync_folder(
     todo.sort(key=lambda f: -f.mtime_ns)
     plans: list[_Plan] = []
     pending = 0
-    for i, f in enumerate(todo):
-        if should_stop and should_stop():
-            break
-        emit(Progress("scan", i, len(todo), f.rel))
-        plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
-        if plan is None:
-            continue
-        plans.append(plan)
-        pending += len(plan.chunks)
-        if pending >= EMBED_BATCH_PASSAGES:
-            _apply_plans(store, plans, embedder, settings, report, emit)
-            plans, pending = [], 0
-    if plans:
-        _apply_plans(store, plans, embedder, settings, report, emit)
+    with _EmbedPipeline(store, embedder, settings, report, emit) as pipeline:
+        for i, f in enumerate(todo):
+            if should_stop and should_stop():
+                break
+            emit(Progress("scan", i, len(todo), f.rel))
+            plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
+            if plan is None:
+                continue
+            plans.append(plan)
+            pending += len(plan.chunks)
+            if pending >= EMBED_BATCH_PASSAGES:
+                pipeline.submit(plans)
+                plans, pending = [], 0
+        if plans:
+            pipeline.submit(plans)
     emit(Progress("scan", len(todo), len(todo)))
 
     stopped = bool(should_stop and should_stop())
@@ -200,26 +203,60 @@ def _load(f: FoundFile, settings: IndexSettings) -> tuple[str, LoadedText]:
     return hashlib.sha256(data).hexdigest(), load_data(f.path, data)
 
 
-def _apply_plans(store: Store, plans: Sequence[_Plan], embedder: Embedder, settings: IndexSettings, report: SyncReport, emit: ProgressFn) -> None:
-    # which passages need a vector: those whose text is new to this document
-    needed: dict[str, str] = {}
-    for plan in plans:
-        old = {sha for _, sha, _ in store.docs.passage_hashes(plan.doc_id)} if plan.doc_id else set()
-        for chunk, _, _ in plan.chunks:
-            if chunk.sha256 not in old:
-                needed[chunk.sha256] = chunk.embed_text
-    vectors = store.vectors.by_sha(list(needed))
-    report.vectors_reused += len(vectors)
-    missing = [sha for sha in needed if sha not in vectors]
-    for start in range(0, len(missing), settings.embed_batch):
-        batch = missing[start:start + settings.embed_batch]
-        emit(Progress("embed", report.embedded, report.embedded + len(missing) - start))
-        encoded = embedder.encode([needed[s] for s in batch], batch_size=settings.embed_batch)
-        for sha, vec in zip(batch, encoded):
+class _EmbedPipeline:
+    """Embeds one group of files on a worker thread while the previous group is written.
+
+    The model (torch) and SQLite both release the GIL, so the writes hide behind the next
+    group's embedding. Store reads and writes stay on the calling thread; only
+    ``embedder.encode`` runs on the worker. Each file is still written in its own transaction,
+    in order, so an interrupted sync resumes exactly as before.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, settings: IndexSettings, report: SyncReport, emit: ProgressFn):
+        self.store, self.embedder, self.settings, self.report, self.emit = store, embedder, settings, report, emit
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localrag-embed")
+        self._waiting: tuple[Sequence[_Plan], dict[str, np.ndarray], list[str], Future] | None = None
+
+    def __enter__(self) -> "_EmbedPipeline":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self._drain()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, plans: Sequence[_Plan]) -> None:
+        # which passages need a vector: those whose text is new to this document
+        needed: dict[str, str] = {}
+        for plan in plans:
+            old = {sha for _, sha, _ in self.store.docs.passage_hashes(plan.doc_id)} if plan.doc_id else set()
+            for chunk, _, _ in plan.chunks:
+                if chunk.sha256 not in old:
+                    needed[chunk.sha256] = chunk.embed_text
+        vectors = self.store.vectors.by_sha(list(needed))
+        self.report.vectors_reused += len(vectors)
+        missing = [sha for sha in needed if sha not in vectors]
+        texts = [needed[sha] for sha in missing]
+        future = self._pool.submit(self.embedder.encode, texts, self.settings.embed_batch)
+        self._drain()
+        self._waiting = (plans, vectors, missing, future)
+
+    def _drain(self) -> None:
+        if self._waiting is None:
+            return
+        plans, vectors, missing, future = self._waiting
+        self._waiting = None
+        done = self.report.embedded
+        self.emit(Progress("embed", done, done + len(missing)))
+        encoded = future.result()
+        for sha, vec in zip(missing, encoded):
             vectors[sha] = vec
-        report.embedded += len(batch)
-    for plan in plans:
-        _write_file(store, plan, vectors, report)
+        self.report.embedded += len(missing)
+        self.emit(Progress("embed", self.report.embedded, self.report.embedded))
+        for plan in plans:
+            _write_file(self.store, plan, vectors, self.report)
 
 
 def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], report: SyncReport) -> None:
@@ -240,7 +277,8 @@ def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], repor
             free[sha].append(pid)
         inserts: list[tuple[int, np.ndarray]] = []
         for ordinal, (chunk, start, end) in enumerate(plan.chunks):
-            new = NewPassage(ordinal, chunk.heading, chunk.text, chunk.sha256, start, end, chunk.tokens)
+            new = NewPassage(ordinal, chunk.heading, chunk.text, chunk.sha256, start, end, chunk.tokens,
+                             tuple(note_link_hrefs(chunk.text)))
             if free.get(chunk.sha256):
                 store.docs.move_passage(free[chunk.sha256].pop(0), new)
                 report.passages_kept += 1

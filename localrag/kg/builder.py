@@ -2,7 +2,9 @@
 
 Newest documents first. Each passage: extraction cache -> (model call | rules) ->
 grounding -> + title mention and link facts -> one write that also dequeues it. Killing
-the process at any point loses at most the passage in flight; the next run continues.
+the process at any point loses at most the passages in flight; the next run continues.
+With a served model and llm.concurrency > 1 the model calls run N in flight
+(kg/concurrent_build.py); the writes stay on the calling thread, one passage each.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from localrag.ingest.chunker import Chunk
 from localrag.kg.extract import Extraction, ExtractorOptions, extract_passage
 from localrag.kg.signals import link_triples, title_entity
 from localrag.llm.base import LLMError, RecordingLLM
+from localrag.llm.concurrent import accepts_parallel_calls, server_unreachable
 from localrag.records import LLMCallRecord, Passage, Triple
 from localrag.store import Store
 from localrag.store.graph import CachedExtraction
 
 BATCH = 16
 FLUSH_AFTER_S = 1.0
+# what a failed extraction call may raise: counted against the passage, never a crash
+CALL_ERRORS = (LLMError, ValueError, RuntimeError, OSError)
 
 
 @dataclass
@@ -60,6 +65,32 @@ class GraphReport:
     stopped: bool = False
     rejected: dict[str, int] = field(default_factory=dict)  # grounding rejections by reason
     extractor: str = ""  # the extractor used ("auto" resolved) and why
+    concurrency: int = 1  # model calls in flight
+
+
+class ServerUnreachable(LLMError):
+    """The model server stopped answering mid-run. Every reply that came back was written; the
+    rest of the queue is untouched and the next run resumes it."""
+
+    def __init__(self, report: GraphReport, cause: BaseException):
+        super().__init__(f"graph extraction stopped: {cause} ({report.passages} passages written in this run, "
+                         f"{report.remaining} still queued: run the extraction again once the server is back "
+                         "and it resumes)")
+        self.report = report
+
+
+@dataclass
+class GraphRun:
+    """One run's state, shared by the sequential loop and the concurrent driver."""
+
+    report: GraphReport
+    progress: Callable[[GraphProgress], None] | None
+    should_stop: Callable[[], bool] | None
+    started: float
+    outage: BaseException | None = None  # the model server became unreachable
+
+    def stop_requested(self) -> bool:
+        return bool(self.should_stop and self.should_stop())
 
 
 def resolve_extractor(settings: Settings, given_llm: bool = False) -> tuple[str, str]:
@@ -130,13 +161,42 @@ class GraphBuilder:
 
     # -- one passage -----------------------------------------------------------------------
     def extract(self, p: Passage) -> Extraction:
+        ex = self.extract_without_call(p)
+        return ex if ex is not None else self.extract_with_model(p)
+
+    def extract_without_call(self, p: Passage) -> Extraction | None:
+        """The extraction when it needs no model call (rules only, or the cache has the reply), else None."""
         text = extraction_text(p)
         if not self.options.uses_llm:
             return extract_passage(text, p.title, self.options)
-        cached = self.store.graph.cached_extraction(p.sha256, self.model_id(), self.options.prompt_version())
+        cached = self.store.graph.cached_extraction(p.sha256, self.model_id(), self.options.prompt_version(),
+                                                    max_tokens=self.options.max_tokens)
         if cached is not None:
             return extract_passage(text, p.title, self.options, cached=cached)
-        return extract_passage(text, p.title, self.options, llm=self.llm())
+        return None
+
+    def extract_with_model(self, p: Passage) -> Extraction:
+        """The model call and grounding; no store access, so pool threads may run it."""
+        return extract_passage(extraction_text(p), p.title, self.options, llm=self.llm())
+
+    def call_failed(self, p: Passage, exc: BaseException, run: GraphRun) -> Extraction | None:
+        """An extraction that raised: counted, the passage stays queued (None) until it has raised
+        extract_max_attempts times, then it is given up (rules fallback or a recorded failure).
+        An unreachable server also ends the run: every further call would fail the same way."""
+        if server_unreachable(exc) and run.outage is None:
+            run.outage, run.report.stopped = exc, True
+        max_attempts = max(1, self.settings.index.extract_max_attempts)
+        if self.store.graph.record_attempt(p.id, f"{type(exc).__name__}: {exc}") < max_attempts:
+            return None
+        return self._give_up(p, f"extraction raised {max_attempts} times: {exc}")
+
+    def concurrency(self) -> int:
+        """Model calls in flight: llm.concurrency with a served model, else 1 (one llama.cpp
+        context in process is not thread-safe; rules need no calls)."""
+        n = self.settings.llm.concurrency
+        if n <= 1 or not self.options.uses_llm or (self._llm is None and not self.settings.llm.url):
+            return 1
+        return n if accepts_parallel_calls(self.llm()) else 1
 
     def signals(self, p: Passage) -> tuple[list[Triple], list[str]]:
         """Link facts and the title mention: no model, never wrong about the notes' own structure."""
@@ -194,10 +254,25 @@ class GraphBuilder:
     # -- the queue ---------------------------------------------------------------------------
     def run(self, progress: Callable[[GraphProgress], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> GraphReport:
-        started = time.perf_counter()
+        """Drain the queue. Raises ServerUnreachable (after writing what came back) when the
+        model server stops answering; the passages not written stay queued."""
         report = GraphReport(extractor=f"{self.options.extractor} ({self.extractor_reason})")
-        graph = self.store.graph
-        max_attempts = max(1, self.settings.index.extract_max_attempts)
+        run = GraphRun(report, progress, should_stop, time.perf_counter())
+        report.concurrency = self.concurrency()
+        if report.concurrency > 1:
+            from localrag.kg.concurrent_build import drain_in_flight
+
+            drain_in_flight(self, run, report.concurrency)
+        else:
+            self._drain(run)
+        report.remaining = self.store.graph.queue_length()
+        report.seconds = time.perf_counter() - run.started
+        if run.outage is not None:
+            raise ServerUnreachable(report, run.outage)
+        return report
+
+    def _drain(self, run: GraphRun) -> None:
+        report, graph = run.report, self.store.graph
         while not report.stopped:
             batch = graph.next_batch(BATCH)
             if not batch:
@@ -205,7 +280,7 @@ class GraphBuilder:
             pending: list[tuple[Passage, Extraction]] = []
             since = time.perf_counter()
             for item in batch:
-                if should_stop and should_stop():
+                if run.stop_requested():
                     report.stopped = True
                     break
                 found = self.store.docs.passages([item.passage])
@@ -213,39 +288,37 @@ class GraphBuilder:
                     continue  # deleted since it was queued: the cascade removed its queue row
                 p = found[0]
                 try:
-                    ex = self.extract(p)
-                except (LLMError, ValueError, RuntimeError, OSError) as exc:
-                    if graph.record_attempt(p.id, f"{type(exc).__name__}: {exc}") < max_attempts:
-                        continue
-                    ex = self._give_up(p, f"extraction raised {max_attempts} times: {exc}")
-                pending.append((p, ex))
+                    ex: Extraction | None = self.extract(p)
+                except CALL_ERRORS as exc:
+                    ex = self.call_failed(p, exc, run)
+                if ex is not None:
+                    pending.append((p, ex))
+                if run.outage is not None:
+                    break
                 # slow (model) extractions are written at once, so a kill loses at most one passage's work
                 if time.perf_counter() - since >= FLUSH_AFTER_S:
-                    self._flush(pending, report, progress, should_stop, started)
+                    self.write_all(pending, run)
                     since = time.perf_counter()
-            self._flush(pending, report, progress, should_stop, started)
-        report.remaining = graph.queue_length()
-        report.seconds = time.perf_counter() - started
-        return report
+            self.write_all(pending, run)
 
-    def _flush(self, pending: list[tuple[Passage, Extraction]], report: GraphReport,
-               progress: Callable[[GraphProgress], None] | None, should_stop: Callable[[], bool] | None,
-               started: float) -> None:
+    def write_all(self, pending: list[tuple[Passage, Extraction]], run: GraphRun) -> None:
+        """Write each passage in its own transaction (and report progress); empties ``pending``."""
         if not pending:
             return
+        report = run.report
         vectors = self._prepare_vectors(pending)
         for p, ex in pending:
-            if ex.payload is None and should_stop and should_stop():  # a model's reply is always kept
+            if ex.payload is None and run.stop_requested():  # a model's reply is always kept
                 report.stopped = True
                 continue
             added = self.write(p, ex, vectors)
             if added is None:
                 continue
             self._count(report, ex, added)
-            if progress:
+            if run.progress:
                 total = report.passages + self.store.graph.queue_length()
-                progress(GraphProgress(report.passages, total, report.failed, report.fallback, p.location,
-                                       time.perf_counter() - started))
+                run.progress(GraphProgress(report.passages, total, report.failed, report.fallback, p.location,
+                                           time.perf_counter() - run.started))
         pending.clear()
 
     def _give_up(self, p: Passage, reason: str) -> Extraction:

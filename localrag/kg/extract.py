@@ -2,7 +2,9 @@
 
 Pure of the store: the builder adds the cache and the writes, the benchmark calls this
 directly. ``cached`` replays a stored model reply through the same grounding, so a
-passage seen before (same text, model and prompt version) costs no LLM call.
+passage seen before (same text, model and prompt version) costs no LLM call. A failure
+whose reply was cut at ``max_tokens`` is cached with that budget, and a larger budget
+asks the model again.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from localrag.kg.spans import clean_markup, find_spans
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_kg import kg_messages, kg_schema, prompt_version
 from localrag.records import Triple
+from localrag.store.graph import CUT_AT
 
 EXTRACTORS = ("llm", "rules", "llm+rules")  # "auto" is resolved by the builder
 MIN_SPANS_FOR_GRAMMAR = 2  # with fewer candidates an enum grammar can only produce head == tail
@@ -99,8 +102,10 @@ def extract_passage(text: str, title: str, opts: ExtractorOptions, llm=None, cac
         data, reason = cached.get("data"), cached.get("error", "")
         out.from_cache = True
     else:
-        data, reason = _call(text, title, opts, llm, out)
+        data, reason, cut = _call(text, title, opts, llm, out)
         out.payload = {"data": data, "error": reason}
+        if cut:  # the budget's fault, not a verdict: cached for this budget only (Graph.cached_extraction)
+            out.payload[CUT_AT] = opts.max_tokens
     if data is not None:
         g, why = _grounded(data, text, opts)
         if g is not None:
@@ -117,7 +122,8 @@ def extract_passage(text: str, title: str, opts: ExtractorOptions, llm=None, cac
     return out
 
 
-def _call(text: str, title: str, opts: ExtractorOptions, llm, out: Extraction) -> tuple[Any, str]:
+def _call(text: str, title: str, opts: ExtractorOptions, llm, out: Extraction) -> tuple[Any, str, bool]:
+    """(data, why it failed, whether a failed call had a reply cut at max_tokens)."""
     if llm is None:
         raise ValueError("the LLM extractor needs a model")
     candidates = candidate_spans(text, title, opts.max_spans) if opts.constrain else []
@@ -134,5 +140,6 @@ def _call(text: str, title: str, opts: ExtractorOptions, llm, out: Extraction) -
         out.cached_tokens += reply.usage.cached_tokens
         out.completion_tokens += reply.usage.completion_tokens
     if result.ok:
-        return result.data, ""
-    return None, result.errors[-1] if result.errors else "no reply"
+        return result.data, "", False
+    cut = any(reply.finish_reason == "length" for reply in result.replies)
+    return None, result.errors[-1] if result.errors else "no reply", cut

@@ -7,15 +7,23 @@ import json
 
 from localrag.llm.base import Message
 
-SCHEMA_IN_PROMPT_VERSION = "served-schema-v1"
+SCHEMA_IN_PROMPT_VERSION = "served-schema-v2"
 
 # For servers that accept only {"type": "json_object"} (or no response_format at all):
 # the schema goes at the end of the system prompt, which stays fixed per prompt family.
 SCHEMA_IN_PROMPT = "Reply with one JSON object only, no other text. It must follow this JSON schema:\n{schema}"
 
 
+def schema_text(schema: dict) -> str:
+    """The schema as compact JSON that cannot open or close a tag in any spelling ("</passage>",
+    "</ PASSAGE >", "< passage"): every "<" is written as the JSON escape \\u003c. A schema may
+    carry text from a note (the extraction grammar lists the passage's own spans), and it lands
+    in the system prompt; a JSON reader still gets exactly the same schema."""
+    return json.dumps(schema, separators=(",", ":")).replace("<", "\\u003c")
+
+
 def with_schema_instruction(messages: list[Message], schema: dict) -> list[Message]:
-    note = SCHEMA_IN_PROMPT.format(schema=json.dumps(schema, separators=(",", ":")))
+    note = SCHEMA_IN_PROMPT.format(schema=schema_text(schema))
     out = [dict(m) for m in messages]
     if out and out[0]["role"] == "system":
         out[0]["content"] = f"{out[0]['content']}\n\n{note}"

@@ -8,9 +8,17 @@ retrievers. docs/benchmarks.md has the sweep on the three dev sets.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
 from localrag.retrieve.dense import dense_ranked
+
+# The BM25 search runs on this thread while the query is embedded and the vectors searched:
+# torch, numpy and SQLite all release the GIL, so hybrid costs about max(dense, lexical)
+# instead of their sum (41 -> see docs/benchmarks.md "Scale" at 100k passages).
+# Retrieval never runs inside a store transaction, so the worker can always take the store lock.
+_LEXICAL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localrag-bm25")
 
 RRF_K = 60  # the generic default of rrf() (other fusions, e.g. NeuroPath's path + completion merge)
 
@@ -28,8 +36,9 @@ def rrf(rankings: list[list[tuple[int, float]]], k: int, weights: list[float] | 
 def hybrid_ranked(ctx: Context, query: str, k: int) -> tuple[list[tuple[int, float]], dict]:
     pool = max(ctx.settings.hybrid_pool, k)
     rrf_k = ctx.settings.hybrid_rrf_k
+    lexical_future = _LEXICAL.submit(ctx.store.lexical.search, query, pool, side=True)
     dense = dense_ranked(ctx, query, pool)
-    lexical = ctx.store.lexical.search(query, pool)
+    lexical = lexical_future.result()
     return rrf([dense, lexical], k, rrf_k=rrf_k), {"dense_hits": len(dense), "lexical_hits": len(lexical), "rrf_k": rrf_k}
 
 

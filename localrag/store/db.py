@@ -25,6 +25,8 @@ class Store:
         self._depth = 0
         self.before_commit: list = []  # callables run inside each outermost transaction, just before COMMIT
         self.conn = connect(path, readonly=readonly)
+        self._side: Any = None  # a second, read-only connection (see side_query)
+        self._side_lock = threading.Lock()
         if not readonly:
             self._check_foreign()
             self._migrate()
@@ -64,6 +66,20 @@ class Store:
         with self._lock:
             return self.conn.execute(sql, params).fetchone()
 
+    def side_query(self, sql: str, params: Any = ()) -> list[tuple]:
+        """A read on a second, read-only connection that never waits for the main one.
+
+        Hybrid retrieval runs BM25 here while the main connection rescores vectors (WAL lets
+        both read at once). It sees committed rows only, so it is for retrieval, which never
+        runs inside a transaction. An in-memory database has one connection: plain query().
+        """
+        if str(self.path) == ":memory:":
+            return self.query(sql, params)
+        with self._side_lock:
+            if self._side is None:
+                self._side = connect(self.path, readonly=True)
+            return self._side.execute(sql, params).fetchall()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT; nested uses join the outer transaction."""
@@ -101,6 +117,10 @@ class Store:
                 time.sleep(0.05)
 
     def close(self) -> None:
+        with self._side_lock:
+            if self._side is not None:
+                self._side.close()
+                self._side = None
         with self._lock:
             self.conn.close()
 

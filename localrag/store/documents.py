@@ -1,7 +1,8 @@
-"""Documents, passages and skipped files."""
+"""Documents, passages (with the note links they hold) and skipped files."""
 
 from __future__ import annotations
 
+import posixpath
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -16,6 +17,11 @@ _PASSAGE_COLS = (
 )
 
 
+def link_target(doc_path: str, href: str) -> str:
+    """The folder-relative path that a link written ``href`` in the document at ``doc_path`` points to."""
+    return posixpath.normpath(posixpath.join(posixpath.dirname(doc_path), href))
+
+
 @dataclass(frozen=True)
 class NewPassage:
     ordinal: int
@@ -25,6 +31,7 @@ class NewPassage:
     start_line: int
     end_line: int
     tokens: int
+    links: tuple[str, ...] = ()  # hrefs of its Markdown links to other notes (kg.signals.note_link_hrefs)
 
 
 class Documents:
@@ -52,6 +59,10 @@ class Documents:
         return int(cur.lastrowid)
 
     def update(self, doc_id: int, *, path: str, size: int, mtime_ns: int, sha256: str, title: str) -> None:
+        """A changed, retitled or moved document. Triggers re-queue its passages for the graph phase
+        when the title changes, and the passages linking to its old or new path when the title or
+        path changes (schema ``_passage_links``); a move also re-resolves its own passages' links."""
+        old = self.s.one("SELECT path FROM documents WHERE id = ?", (doc_id,))
         self.s.execute(
             "UPDATE documents SET path = ?, size = ?, mtime_ns = ?, sha256 = ?, title = ?, indexed_at = ? WHERE id = ?",
             (path, size, mtime_ns, sha256, title, time.time(), doc_id),
@@ -61,6 +72,8 @@ class Documents:
             "UPDATE passages_fts SET title = ? WHERE rowid IN (SELECT id FROM passages WHERE doc_id = ?)",
             (title, doc_id),
         )
+        if old is not None and old[0] != path:
+            self._resolve_links_again(doc_id, path, mtime_ns)
 
     def touch(self, doc_id: int, size: int, mtime_ns: int) -> None:
         self.s.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
@@ -84,6 +97,7 @@ class Documents:
         )
         pid = int(cur.lastrowid)
         self.s.execute("INSERT INTO passages_fts(rowid, title, heading, text) VALUES(?,?,?,?)", (pid, title, p.heading, p.text))
+        self._add_links(pid, p.links)
         return pid
 
     def move_passage(self, passage_id: int, p: NewPassage) -> None:
@@ -92,6 +106,38 @@ class Documents:
             "UPDATE passages SET ordinal = ?, heading = ?, start_line = ?, end_line = ? WHERE id = ?",
             (p.ordinal, p.heading, p.start_line, p.end_line, passage_id),
         )
+        self._add_links(passage_id, p.links)  # already there, except in an index older than the link table
+
+    # -- note links -----------------------------------------------------------------
+    def _add_links(self, passage_id: int, hrefs: Sequence[str]) -> None:
+        if not hrefs:
+            return
+        row = self.s.one("SELECT d.path FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.id = ?", (passage_id,))
+        if row is None:
+            return
+        self.s.executemany(
+            "INSERT OR IGNORE INTO passage_links(passage, href, target) VALUES(?,?,?)",
+            [(passage_id, href, link_target(row[0], href)) for href in dict.fromkeys(hrefs)],
+        )
+
+    def _resolve_links_again(self, doc_id: int, path: str, mtime_ns: int) -> None:
+        """A moved document's relative links point elsewhere now: new targets, and its passages
+        whose targets changed go back to the graph queue."""
+        rows = self.s.query(
+            "SELECT l.passage, l.href, l.target FROM passage_links l JOIN passages p ON p.id = l.passage WHERE p.doc_id = ?",
+            (doc_id,),
+        )
+        changed = [(link_target(path, href), pid, href) for pid, href, target in rows if link_target(path, href) != target]
+        self.s.executemany("UPDATE passage_links SET target = ? WHERE passage = ? AND href = ?", changed)
+        self.s.executemany(
+            "INSERT OR IGNORE INTO graph_queue(passage, priority) VALUES(?,?)",
+            [(pid, mtime_ns) for pid in dict.fromkeys(pid for _, pid, _ in changed)],
+        )
+
+    def linking_passages(self, path: str) -> list[int]:
+        """Passages holding a Markdown link that resolves to ``path`` (an index lookup)."""
+        rows = self.s.query("SELECT DISTINCT passage FROM passage_links WHERE target = ? ORDER BY passage", (path,))
+        return [int(r[0]) for r in rows]
 
     def delete_passages(self, ids: Iterable[int]) -> None:
         self.s.executemany("DELETE FROM passages WHERE id = ?", [(i,) for i in ids])

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 EmbedFn = Callable[[list[str]], np.ndarray]
 
+CUT_AT = "cut_at"  # in a cached extraction: the failed reply was cut at this many tokens (a budget, not a verdict)
+
 _FACT_COLS = "f.id, f.head, f.relation, f.tail, h.name, t.name"
 _FACT_FROM = "facts f JOIN entities h ON h.id = f.head JOIN entities t ON t.id = f.tail"
 
@@ -235,12 +237,22 @@ class Graph:
         return int(cur.rowcount or 0)
 
     # -- extraction cache ---------------------------------------------------------------
-    def cached_extraction(self, passage_sha: str, model: str, prompt_version: str) -> dict | None:
+    def cached_extraction(self, passage_sha: str, model: str, prompt_version: str,
+                          max_tokens: int | None = None) -> dict | None:
+        """The stored model reply for this passage text, model and prompt. A failure recorded with
+        the token budget its reply was cut at (``CUT_AT``) is a miss under a larger ``max_tokens``:
+        the larger budget may let the reply finish."""
         row = self.s.one(
             "SELECT json FROM extractions WHERE passage_sha = ? AND model = ? AND prompt_version = ?",
             (passage_sha, model, prompt_version),
         )
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        payload = json.loads(row[0])
+        cut_at = payload.get(CUT_AT) if isinstance(payload, dict) else None
+        if max_tokens is not None and isinstance(cut_at, int) and max_tokens > cut_at:
+            return None
+        return payload
 
     # -- writing ------------------------------------------------------------------------
     def write_extraction(

@@ -28,12 +28,17 @@ class LexicalIndex:
     def __init__(self, store: "Store"):
         self.s = store
 
-    def search(self, text: str, k: int) -> list[tuple[int, float]]:
-        """(passage id, BM25 score, higher is better), best first."""
+    def search(self, text: str, k: int, *, side: bool = False) -> list[tuple[int, float]]:
+        """(passage id, BM25 score, higher is better), best first.
+
+        ``side``: read on the store's second connection, so a concurrent vector search on
+        the main one does not wait (hybrid retrieval).
+        """
         query = fts_query(text)
         if not query:
             return []
-        rows = self.s.query(
+        read = self.s.side_query if side else self.s.query
+        rows = read(
             "SELECT rowid, bm25(passages_fts, 2.0, 1.0, 1.0) AS score FROM passages_fts "
             "WHERE passages_fts MATCH ? ORDER BY score LIMIT ?",
             (query, k),

@@ -264,11 +264,56 @@ INSERT INTO passage_f32(id, emb) SELECT rowid, embedding FROM passage_vec;
 """
 
 
+def _passage_links(dim: int) -> str:
+    """Which passages link to which note (Markdown links, resolved to folder-relative paths),
+    so the link facts (this title, links to, target's title) follow their targets exactly.
+
+    A link's fact depends on the target's title, and on whether the target exists at all (else
+    the file name stands in). So when a document appears, disappears, is retitled or moves, the
+    passages whose links resolve to its old or new path are queued for the graph phase, by
+    trigger, in the transaction that changed it: an index lookup, never a scan of passages.
+    A moved document's own links are re-resolved by ``Documents.update``. Already queued
+    passages keep their queue row (they will be extracted under the new title anyway).
+
+    An index from before this table has no link rows: its passages that may hold a Markdown
+    link are queued (their link facts may be stale already), and their documents' recorded
+    size and hash are cleared so the next sync reads those files again and fills in the rows
+    (unchanged passages keep their ids, vectors and graph rows; only the rows are added).
+    """
+    requeue = (
+        "INSERT OR IGNORE INTO graph_queue(passage, priority) SELECT l.passage, d.mtime_ns FROM passage_links l "
+        "JOIN passages p ON p.id = l.passage JOIN documents d ON d.id = p.doc_id WHERE l.target"
+    )
+    return f"""
+CREATE TABLE passage_links(
+  passage INTEGER NOT NULL REFERENCES passages(id) ON DELETE CASCADE,
+  href TEXT NOT NULL,
+  target TEXT NOT NULL,
+  PRIMARY KEY(passage, href)
+);
+CREATE INDEX passage_links_target ON passage_links(target);
+CREATE TRIGGER links_target_added AFTER INSERT ON documents BEGIN
+  {requeue} = new.path;
+END;
+CREATE TRIGGER links_target_gone AFTER DELETE ON documents BEGIN
+  {requeue} = old.path;
+END;
+CREATE TRIGGER links_target_changed AFTER UPDATE OF path, title ON documents
+  WHEN old.path <> new.path OR old.title <> new.title BEGIN
+  {requeue} IN (old.path, new.path);
+END;
+INSERT OR IGNORE INTO graph_queue(passage, priority)
+  SELECT p.id, d.mtime_ns FROM passages p JOIN documents d ON d.id = p.doc_id WHERE p.text LIKE '%](%';
+UPDATE documents SET size = -1, sha256 = '' WHERE id IN (SELECT doc_id FROM passages WHERE text LIKE '%](%');
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
     Migration(3, "llm_cache", _llm_cache),
     Migration(4, "memory", _memory),
     Migration(5, "vector_rescoring", _vector_rescoring),
+    Migration(6, "passage_links", _passage_links),
 ]
 

@@ -1,0 +1,38 @@
+"""The embedder's precision switch: bf16 autocast must give the fp32 vectors, near enough."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from localrag.embed import EmbedderError, MiniLMEmbedder, resolve_precision
+
+TEXTS = [
+    "Marguerite Okafor restored the lighthouse of Port Ellery in 1931.",
+    "The harbour ferry timetable changes every October.",
+    "A short note.",
+    "Sourdough starter: feed it twice a day with equal weights of flour and water. " * 6,
+]
+
+
+def test_precision_names_and_environment(monkeypatch):
+    monkeypatch.delenv("LOCALRAG_EMBED_PRECISION", raising=False)
+    assert resolve_precision("fp32") == "fp32"
+    assert resolve_precision("BF16") == "bf16"
+    assert resolve_precision() in ("fp32", "bf16")
+    monkeypatch.setenv("LOCALRAG_EMBED_PRECISION", "fp32")
+    assert resolve_precision() == "fp32"
+    with pytest.raises(EmbedderError, match="fp16.*auto, fp32, bf16"):
+        resolve_precision("fp16")
+
+
+def test_bf16_vectors_match_fp32_and_are_unit_length():
+    fp32 = MiniLMEmbedder(precision="fp32").encode(TEXTS)
+    bf16 = MiniLMEmbedder(precision="bf16").encode(TEXTS)
+    assert fp32.dtype == bf16.dtype == np.float32
+    assert np.allclose(np.linalg.norm(bf16, axis=1), 1.0, atol=1e-5)
+    cos = np.sum(fp32 * bf16, axis=1)
+    assert cos.min() > 0.999, cos
+    # and the neighbours are the same: the ranking of the texts against one query agrees
+    q32 = MiniLMEmbedder(precision="fp32").encode_one("who restored the lighthouse")
+    assert np.argsort(-(fp32 @ q32)).tolist() == np.argsort(-(bf16 @ q32)).tolist()
