@@ -83,7 +83,10 @@ class NeuroPathSettings:
     # final ranking: "paths-first" (the paper: path documents, then completion) or "fused"
     # (reciprocal-rank fusion of path documents with the completion list, so a weak model's
     # choices cannot push good passages out of the top ranks)
-    merge: str = "paths-first"
+    # "fused" is the default: with the bundled SmolLM2 "paths-first" lost 2 points of recall@5
+    # to hybrid on MuSiQue dev (scripts/neuropath_variants.py, docs/benchmarks.md "NeuroPath")
+    merge: str = "fused"
+    fuse_k: int = 8  # the RRF constant of "fused" (8, as hybrid: one list's top ranks count)
     # completion retriever for query + chain + requirement: "dense" (the paper) or "hybrid"
     completion: str = "dense"
     max_valid: int = 8

@@ -102,11 +102,12 @@ class MiniLMEmbedder:
     def loaded(self) -> bool:
         return self._model is not None
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32, *, threads: int = 0) -> np.ndarray:
+        """``threads``: torch threads for this call only (0 = torch's setting, all cores)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
-        with self._lock, self._autocast():
+        with self._lock, self._autocast(), _torch_threads(threads):
             vecs = model.encode(
                 list(texts), batch_size=batch_size, normalize_embeddings=True,
                 convert_to_tensor=True, show_progress_bar=False,
@@ -127,11 +128,32 @@ class MiniLMEmbedder:
         """A query vector, memoised (queries repeat: benchmarks, memory rounds, the TUI)."""
         hit = self._query_cache.get(text)
         if hit is None:
-            hit = self.encode([text])[0]
+            # one short text gains little from a second core (10.5 vs 8.5 ms on 2 cores), and
+            # hybrid retrieval runs BM25 on that core meanwhile (docs/benchmarks.md, "Scale")
+            hit = self.encode([text], threads=1)[0]
             if len(self._query_cache) > 4096:
                 self._query_cache.clear()
             self._query_cache[text] = hit
         return hit
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int):
+    """torch's intra-op thread count set to ``n`` for the block (callers hold the embedder lock)."""
+    if n <= 0:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 _DEFAULT: MiniLMEmbedder | None = None

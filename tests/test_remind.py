@@ -200,6 +200,20 @@ def test_expansion_respects_lambda(kb, embedder):
     assert recalled(0.5) == [key] and recalled(0.9) == []
 
 
+def test_memory_off_graph_reads_every_memory_as_zero(kb, embedder):
+    """--no-memory must be a clean control: stored memories do not change the weights shown to the model."""
+    q = embedder.encode_one(QUESTION)
+    seed = entity(kb.store.graph.entity_id("mira okafor"))
+    key = ("mention", seed.id, pid(kb, "institute.md"))
+    with kb.store.transaction():
+        kb.store.memory.put(key, enhance(np.zeros_like(q), q))
+    on = expand(RemindGraph(kb.store, q, 0.1), [seed], 0.25, {seed}).steps
+    off = expand(RemindGraph(kb.store, q, 0.1, use_memory=False), [seed], 0.25, {seed}).steps
+    assert [s.edge.key for s in on] == [key]
+    assert off == []
+
+
+
 @pytest.mark.parametrize("penalty", ["intended", "off"])
 def test_recalled_edge_that_did_not_help_is_penalised(kb, embedder, penalty):
     kb.settings.memory.penalty = penalty

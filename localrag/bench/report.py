@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from localrag.bench.results import BenchResult, StrategySummary
@@ -41,7 +42,7 @@ def result_table(result: BenchResult) -> Table:
     for name in ("LLM calls/q", "tokens/q", "tokens/q by phase", "p50 ms", "p95 ms", "CPU p50 ms", "errors"):
         table.add_column(name, justify="left" if "phase" in name else "right")
     for s in result.summaries:
-        row = [_label(s), str(s.questions), *(_fmt(s.recall.get(k)) for k in ks)]
+        row = [escape(_label(s)), str(s.questions), *(_fmt(s.recall.get(k)) for k in ks)]
         if result.answer:
             row += [_fmt(s.em), _fmt(s.f1)]
         row += [f"{s.llm_calls_per_q:.2f}", f"{s.tokens_per_q:,.0f}", _phases(s), f"{s.ms_p50:.1f}", f"{s.ms_p95:.1f}",

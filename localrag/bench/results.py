@@ -2,7 +2,8 @@
 
 Records carry a ``round`` label so a multi-round protocol (memory replay: same /
 different / similar questions) is the same data with more labels; summaries are
-grouped by (strategy, round).
+grouped by (strategy, round). A rounds run also carries :class:`RoundsInfo`: the
+protocol, its question sets, the memory settings used and what memory held per round.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class QuestionRecord:
     ms: float = 0.0
     cpu_ms: float = 0.0  # process CPU time (all threads): stable when the machine is busy, unlike ms
     error: str = ""
+    # the strategy's memory step (recalled_edges, skipped_rounds, enhanced, penalised, ...); {} = memory not used
+    memory: dict[str, int] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -70,6 +73,8 @@ class StrategySummary:
     ms_p95: float
     retrieve_ms_p50: float
     cpu_ms_p50: float = 0.0
+    calls_by_phase_per_q: dict[str, float] = field(default_factory=dict)
+    memory_per_q: dict[str, float] = field(default_factory=dict)  # memory-step figures per question; {} = none
 
 
 def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
@@ -82,6 +87,8 @@ def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
         n = len(rows)
         ks = sorted({k for r in rows for k in r.recall}, key=int)
         phases = sorted({p for r in rows for p in r.tokens_by_phase})
+        call_phases = sorted({p for r in rows for p in r.calls_by_phase})
+        memory_keys = sorted({m for r in rows for m in r.memory})
         out.append(StrategySummary(
             strategy=strategy,
             round=round_label,
@@ -99,8 +106,64 @@ def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
             ms_p95=percentile([r.ms for r in rows], 95),
             retrieve_ms_p50=percentile([r.retrieve_ms for r in rows], 50),
             cpu_ms_p50=percentile([r.cpu_ms for r in rows], 50),
+            calls_by_phase_per_q={p: sum(r.calls_by_phase.get(p, 0) for r in rows) / n for p in call_phases},
+            memory_per_q={m: sum(r.memory.get(m, 0) for r in rows) / n for m in memory_keys},
         ))
     return out
+
+
+def relative_change(value: float, base: float) -> float | None:
+    """(value − base) / base: −0.5 is "half the tokens of round 1"; None when there is no base."""
+    return None if not base else (value - base) / base
+
+
+@dataclass
+class MemoryConfig:
+    """The memory settings a rounds run used (ALGORITHMS.md c.0; penalty R1)."""
+
+    penalty: str  # "intended" | "off"
+    alpha: float
+    lam: float
+    knn_recall: bool
+    knn_k: int = 0
+    max_depth: int = 0
+    skip_above: float = 0.0
+
+
+@dataclass
+class MemoryCounts:
+    """Edge memory of the index at one moment (``localrag memory stats``)."""
+
+    reinforced: int = 0
+    queries_learned: int = 0
+    updates: int = 0
+
+
+@dataclass
+class RoundStat:
+    """One (strategy, round) of a rounds run: which set, memory on or off, and what memory held."""
+
+    strategy: str
+    round: str
+    question_set: str  # "A" or "B"
+    memory: str  # "on" (read and written) or "off" (neither)
+    questions: int
+    memory_before: MemoryCounts = field(default_factory=MemoryCounts)
+    memory_after: MemoryCounts = field(default_factory=MemoryCounts)
+    tokens_change_vs_first: float | None = None  # relative change of tokens/question against round `first`
+    calls_change_vs_first: float | None = None
+
+
+@dataclass
+class RoundsInfo:
+    rounds: list[str]  # round labels in the order asked
+    split: str  # how sets A and B were drawn
+    set_a: list[str]  # question ids
+    set_b: list[str]
+    memory: MemoryConfig
+    reset: str  # what was done to memory before `first`
+    query_cache: str  # what was done to the query-entity (NER) cache between rounds
+    stats: list[RoundStat] = field(default_factory=list)
 
 
 @dataclass
@@ -162,6 +225,7 @@ class BenchResult:
     records: list[QuestionRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     version: int = RESULT_VERSION
+    rounds: RoundsInfo | None = None  # set by a memory-rounds run (`bench --rounds`)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -195,6 +259,18 @@ def load_result(path: Path) -> BenchResult:
         data["reference"] = [_build(ReferenceRow, r) for r in data.get("reference", [])]
         data["summaries"] = [_build(StrategySummary, s) for s in data["summaries"]]
         data["records"] = [_build(QuestionRecord, r) for r in data.get("records", [])]
+        if data.get("rounds") is not None:
+            data["rounds"] = _rounds_info(data["rounds"])
         return _build(BenchResult, data)
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{path}: result file has an unexpected shape ({exc})") from exc
+
+
+def _rounds_info(data: dict[str, Any]) -> RoundsInfo:
+    stats = []
+    for st in data.get("stats", []):
+        st = dict(st)
+        st["memory_before"] = _build(MemoryCounts, st.get("memory_before") or {})
+        st["memory_after"] = _build(MemoryCounts, st.get("memory_after") or {})
+        stats.append(_build(RoundStat, st))
+    return _build(RoundsInfo, {**data, "memory": _build(MemoryConfig, data["memory"]), "stats": stats})

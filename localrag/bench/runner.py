@@ -29,7 +29,7 @@ from localrag.bench.results import (
 from localrag.config import load_settings
 from localrag.embed import Embedder
 from localrag.ingest.sync import Progress
-from localrag.records import LLMCallRecord
+from localrag.records import LLMCallRecord, Trace
 from localrag.retrieve import strategy_names
 
 # strategies that read the knowledge graph: the index must extract it first
@@ -167,7 +167,24 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
             record.recall[str(k)] = value
     record.prompt_tokens, record.completion_tokens, record.calls_by_phase, record.tokens_by_phase = _calls_summary(calls)
     record.llm_calls = len(calls)
+    record.memory = memory_figures(retrieval.trace)
     return record
+
+
+MEMORY_FIGURES = ("recalled_edges", "from_knn", "skipped_rounds", "tokens_saved_est", "enhanced", "penalised")
+
+
+def memory_figures(trace: Trace) -> dict[str, int]:
+    """The numbers of a trace's memory step(s); {} when the strategy neither read nor wrote memory."""
+    out: dict[str, int] = {}
+    for step in trace.steps:
+        if step.get("step") != "memory":
+            continue
+        for name in MEMORY_FIGURES:
+            value = step.get(name, 0)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[name] = out.get(name, 0) + int(value)
+    return out
 
 
 def run_questions(assistant: Assistant, questions: Sequence[Question], strategy: str, options: RunOptions,
@@ -182,9 +199,9 @@ def run_questions(assistant: Assistant, questions: Sequence[Question], strategy:
     return records
 
 
-def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = None,
-              on_record: RecordSink | None = None, on_progress: ProgressSink | None = None) -> BenchResult:
-    strategies = check_strategies(spec.strategies)
+def open_index(spec: BenchSpec, strategies: Sequence[str], embedder: Embedder | None = None,
+               on_progress: ProgressSink | None = None) -> tuple[Index, IndexInfo, MachineInfo]:
+    """The data set's index, synced, with its graph when a strategy reads one (the caller closes it)."""
     if spec.options.k < 1:
         raise BenchError("--k must be at least 1")
     machine = machine_info()
@@ -193,6 +210,17 @@ def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = N
                                 spec.config_file)
     try:
         info.graph = ensure_graph(index, strategies, on_progress)
+    except BaseException:
+        index.close()
+        raise
+    return index, info, machine
+
+
+def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = None,
+              on_record: RecordSink | None = None, on_progress: ProgressSink | None = None) -> BenchResult:
+    strategies = check_strategies(spec.strategies)
+    index, info, machine = open_index(spec, strategies, embedder, on_progress)
+    try:
         assistant = Assistant(index, llm=llm)
         for q in spec.dataset.questions:  # memoised query vectors: per-question ms compare strategies, not MiniLM
             index.embedder.encode_one(q.question)

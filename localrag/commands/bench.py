@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -16,6 +17,34 @@ from rich.table import Table
 from localrag.commands.common import UserError, console, err_console
 
 DEFAULT_RESULTS = Path("bench-results")
+# kept in step with localrag.bench.rounds (imported lazily: it loads the whole pipeline); a test checks it
+ROUND_NAMES = ("first", "same", "similar", "different", "different-nomem")
+DEFAULT_ROUNDS = "first,same,different,different-nomem"
+ROUNDS_HELP = """memory rounds (--rounds SPEC):
+  The selected questions (after --ids and --limit, in that order) are split in two:
+  set A = the first ceil(n/2), set B = the rest. For each strategy, on its own fresh
+  memory (`memory reset` before `first`), the rounds run in the order given:
+    first            ask A, memory on (read and written: memories are learned here)
+    same             ask A again, memory on
+    similar          ask A reworded ("Could you tell me where ...?"), memory on
+    different        ask B (other questions, same corpus) with what A taught, memory on
+    different-nomem  ask B with memory off: neither read nor written (the control)
+  SPEC must start with `first`; a round named again is labelled same-2, same-3, ...
+  The query-entity cache is cleared before each round (--keep-ner-cache keeps it).
+  Works with and without --answer. The JSON records each question's round and the
+  memory settings used (penalty mode, alpha, lambda, knn recall); `bench table` and
+  `bench plot --rounds` show the rounds.
+  e.g. localrag bench --data DIR --strategy neuropath,remind --rounds --limit 40
+"""
+
+
+class _KeepLayoutFormatter(argparse.HelpFormatter):
+    """Wraps one-line texts as usual; a text with line breaks (the rounds epilog) keeps its layout."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -23,11 +52,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "bench", parents=[common], help="benchmark retrieval and answers on a QA data set",
         description="Index a data set's corpus (one note per passage, cached outside the repository) with the "
         "real pipeline, ask its questions, print recall@2/@5 (and EM/F1 with --answer), LLM calls and tokens "
-        "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table.",
+        "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table. "
+        "With --rounds: the memory protocol of ReMindRAG (same / similar / different questions) over one index.",
+        epilog=ROUNDS_HELP, formatter_class=_KeepLayoutFormatter,
     )
     p.add_argument("--data", metavar="DIR", help="data set folder with corpus.jsonl and questions.jsonl")
-    p.add_argument("--strategy", default="dense,lexical,hybrid", metavar="S[,S2...]",
-                   help="strategies, comma-separated (default: dense,lexical,hybrid)")
+    p.add_argument("--strategy", metavar="S[,S2...]",
+                   help="strategies, comma-separated (default: dense,lexical,hybrid; with --rounds: neuropath)")
     p.add_argument("--ids", metavar="FILE", help="question ids to ask, one a line (e.g. DIR/dev_ids.txt)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N questions (after --ids)")
     p.add_argument("--answer", action="store_true", help="also answer with the LLM and score EM/F1")
@@ -36,6 +67,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/<dataset>-<time>.json)")
     p.add_argument("--work", metavar="DIR", help="notes + index cache (default: ~/.cache/localrag/bench/<name>-<hash>)")
     p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
+    p.add_argument("--rounds", nargs="?", const=DEFAULT_ROUNDS, metavar="SPEC",
+                   help=f"run the memory-rounds protocol: comma-separated rounds from {', '.join(ROUND_NAMES)} "
+                   f"(default when SPEC is left out: {DEFAULT_ROUNDS}); see the rounds section below")
+    p.add_argument("--keep-ner-cache", action="store_true",
+                   help="with --rounds: keep the query-entity (NER) cache between rounds (default: cleared before "
+                   "each round, so the savings measured are memory's alone)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting for this run, e.g. hybrid_rrf_k=60 or neuropath.max_hop=1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -55,9 +92,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(func=run_scale_command)
 
-    pl = bench_sub.add_parser("plot", help="grouped bars of recall@k per strategy and data set")
+    pl = bench_sub.add_parser("plot", help="grouped bars of recall@k per strategy and data set (--rounds: "
+                              "tokens/question and recall@k per memory round)")
     pl.add_argument("results", nargs="+", metavar="RESULT.json")
-    pl.add_argument("-o", "--output", default="docs/img/recall.png")
+    pl.add_argument("-o", "--output", help="PNG file (default: docs/img/recall.png; with --rounds: "
+                    "docs/img/memory-rounds.png)")
+    pl.add_argument("--rounds", action="store_true",
+                    help="plot memory rounds (`bench --rounds` results): tokens per question per round (bars) and "
+                    "recall@k per round (lines), per strategy")
     pl.add_argument("--k", default="5", help="which recall@k to plot (default 5)")
     pl.add_argument("--no-reference", action="store_true", help="leave out the BM25 reference bars")
     pl.set_defaults(func=run_plot_command)
@@ -65,6 +107,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     t = bench_sub.add_parser("table", help="print result files as one Markdown table (for docs)")
     t.add_argument("results", nargs="+", metavar="RESULT.json")
     t.add_argument("--pivot", action="store_true", help="strategies down, data sets across (recall@2 / @5)")
+    t.add_argument("--rounds", action="store_true",
+                   help="only the memory-rounds table: strategy × round with recall@2/@5, EM, F1, calls/q, tokens/q "
+                   "and the change in tokens vs `first` (printed anyway, after the main table, when a file has rounds)")
     t.set_defaults(func=run_table_command)
 
 
@@ -113,29 +158,68 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
     if not args.data:
         raise UserError("--data DIR is required (or use `localrag bench scale|plot|table`)")
+    if args.rounds is not None:
+        return run_rounds_command(args)
+    if args.keep_ner_cache:
+        raise UserError("--keep-ner-cache only applies with --rounds")
     try:
         dataset = load_dataset(args.data, args.ids, args.limit)
-        spec = BenchSpec(dataset, args.strategy.split(","), RunOptions(args.k, args.depth, args.answer),
-                         Path(args.work) if args.work else None, _overrides(args), _command_line(),
-                         config_file=getattr(args, "config", None))
+        spec = BenchSpec(dataset, (args.strategy or "dense,lexical,hybrid").split(","),
+                         RunOptions(args.k, args.depth, args.answer), Path(args.work) if args.work else None,
+                         _overrides(args), _command_line(), config_file=getattr(args, "config", None))
         n_runs = len([s for s in spec.strategies if s.strip()]) * len(dataset.questions)
-        with _bar(args.quiet) as bar:
-            sync_task = bar.add_task("indexing corpus", total=None)
-            ask_task = bar.add_task("questions", total=n_runs, visible=False)
-
-            def on_progress(ev) -> None:
-                label = {"embed": "embedding passages", "scan": "reading notes"}.get(getattr(ev, "phase", ""), "graph")
-                bar.update(sync_task, description=label, completed=ev.done, total=ev.total or None)
-
-            def on_record(record) -> None:
-                bar.update(sync_task, visible=False)
-                bar.update(ask_task, visible=True, advance=1, description=f"questions ({record.strategy})")
-
+        with _progress_sinks(args.quiet, n_runs, lambda r: f"questions ({r.strategy})") as (on_progress, on_record):
             result = run_bench(spec, on_record=on_record, on_progress=on_progress)
     except (BenchDataError, BenchError) as exc:
         raise UserError(str(exc)) from exc
     print_result(result, _wide())
     out = Path(args.out) if args.out else _default_out(f"{result.dataset}-{'+'.join(result.strategies)}")
+    result.write(out)
+    console.print(f"result written to {out}")
+    return 0
+
+
+@contextlib.contextmanager
+def _progress_sinks(quiet: bool, n_runs: int, describe: Callable[[Any], str]) -> Iterator[tuple[Callable, Callable]]:
+    """(on_progress, on_record) driving two bars: indexing the corpus, then the questions."""
+    with _bar(quiet) as bar:
+        sync_task = bar.add_task("indexing corpus", total=None)
+        ask_task = bar.add_task("questions", total=n_runs, visible=False)
+
+        def on_progress(ev) -> None:
+            label = {"embed": "embedding passages", "scan": "reading notes"}.get(getattr(ev, "phase", ""), "graph")
+            bar.update(sync_task, description=label, completed=ev.done, total=ev.total or None)
+
+        def on_record(record) -> None:
+            bar.update(sync_task, visible=False)
+            bar.update(ask_task, visible=True, advance=1, description=describe(record))
+
+        yield on_progress, on_record
+
+
+def run_rounds_command(args: argparse.Namespace) -> int:
+    from localrag.bench.data import BenchDataError, load_dataset
+    from localrag.bench.rounds import parse_rounds, rounds_for, run_rounds
+    from localrag.bench.rounds_report import print_rounds_result
+    from localrag.bench.runner import BenchError, BenchSpec, RunOptions
+
+    if args.no_memory:
+        raise UserError("--rounds measures edge memory; leave out --no-memory (round `different-nomem` is the "
+                        "memory-off control)")
+    try:
+        plans = parse_rounds(args.rounds)
+        dataset = load_dataset(args.data, args.ids, args.limit)
+        spec = BenchSpec(dataset, (args.strategy or "neuropath").split(","),
+                         RunOptions(args.k, args.depth, args.answer), Path(args.work) if args.work else None,
+                         _overrides(args), _command_line(), config_file=getattr(args, "config", None))
+        n_runs = len([s for s in spec.strategies if s.strip()]) * rounds_for(plans, len(dataset.questions))
+        with _progress_sinks(args.quiet, n_runs, lambda r: f"{r.strategy}: round {r.round}") as (on_progress, on_record):
+            result = run_rounds(spec, plans, clear_query_cache=not args.keep_ner_cache, on_record=on_record,
+                                on_progress=on_progress)
+    except (BenchDataError, BenchError) as exc:
+        raise UserError(str(exc)) from exc
+    print_rounds_result(result, _wide())
+    out = Path(args.out) if args.out else _default_out(f"{result.dataset}-{'+'.join(result.strategies)}-rounds")
     result.write(out)
     console.print(f"result written to {out}")
     return 0
@@ -208,10 +292,15 @@ def _load_all(paths: list[str]) -> list:
 
 def run_plot_command(args: argparse.Namespace) -> int:
     from localrag.bench.report import plot_recall
+    from localrag.bench.rounds_report import plot_rounds
 
     results = _load_all(args.results)
     try:
-        out = plot_recall(results, Path(args.output), k=str(args.k), with_reference=not args.no_reference)
+        if args.rounds:
+            out = plot_rounds(results, Path(args.output or "docs/img/memory-rounds.png"), k=str(args.k))
+        else:
+            out = plot_recall(results, Path(args.output or "docs/img/recall.png"), k=str(args.k),
+                              with_reference=not args.no_reference)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     console.print(f"plot written to {out}")
@@ -221,6 +310,16 @@ def run_plot_command(args: argparse.Namespace) -> int:
 def run_table_command(args: argparse.Namespace) -> int:
     from localrag.bench.report import markdown_pivot, markdown_table
 
+    from localrag.bench.rounds_report import has_rounds, markdown_rounds
+
     results = _load_all(args.results)
-    console.print(markdown_pivot(results) if args.pivot else markdown_table(results), markup=False, soft_wrap=True)
+    with_rounds = [r for r in results if has_rounds(r)]
+    if args.rounds and not with_rounds:
+        raise UserError("none of these result files has memory rounds (run `localrag bench --rounds ...`)")
+    if not args.rounds:
+        console.print(markdown_pivot(results) if args.pivot else markdown_table(results), markup=False, soft_wrap=True)
+    if with_rounds:
+        if not args.rounds:
+            console.print()
+        console.print(markdown_rounds(with_rounds), markup=False, soft_wrap=True)
     return 0

@@ -66,7 +66,7 @@ def passage(i: int) -> Node:
 
 
 class RemindGraph:
-    def __init__(self, store: Store, qvec: np.ndarray, alpha: float):
+    def __init__(self, store: Store, qvec: np.ndarray, alpha: float, use_memory: bool = True):
         self.store = store
         self.q = np.asarray(qvec, dtype=np.float32)
         self.alpha = alpha
@@ -75,7 +75,8 @@ class RemindGraph:
         self._names: dict[int, str] = {}
         self._passages: dict[int, Passage] = {}
         self._memory: dict[EdgeKey, np.ndarray | None] = {}
-        self._no_memory = store.memory.count() == 0  # cold start: every memory is zero, no reads needed
+        # memory off (--no-memory), or a cold start: every memory reads as zero, no reads needed
+        self._no_memory = not use_memory or store.memory.count() == 0
 
     # -- structure ------------------------------------------------------------------------
     def edges(self, node: Node) -> list[Edge]:

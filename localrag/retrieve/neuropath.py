@@ -233,7 +233,7 @@ class NeuroPath:
         else:
             completion = dense_ranked(ctx, text, pool)
         if cfg.merge == "fused":
-            ranked = rrf([[(d, 1.0) for d in docs], completion], k)
+            ranked = rrf([[(d, 1.0) for d in docs], completion], k, rrf_k=cfg.fuse_k)
         else:
             ranked = [(d, 2.0 - i / max(len(docs), 1) / 2) for i, d in enumerate(docs)]
             ranked += [(pid, s) for pid, s in completion if pid not in set(docs)]

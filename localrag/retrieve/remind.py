@@ -54,7 +54,7 @@ class Remind:
     def _run(self, ctx: Context, query: str, k: int, trace: Trace) -> Retrieval:
         cfg, mem = ctx.settings.remind, ctx.settings.memory
         qvec = ctx.embedder.encode_one(query)
-        graph = RemindGraph(ctx.store, qvec, mem.alpha)
+        graph = RemindGraph(ctx.store, qvec, mem.alpha, use_memory=mem.enabled)
         seeds = self._seeds(ctx, graph, trace)
         if not seeds:
             trace.step("fallback", reason="no entity or passage to start from: dense retrieval")
