@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sqlite3 as _stdlib_sqlite3
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -78,6 +79,32 @@ def _ours_or_new(conn: Any) -> bool:
     return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
 
 
+def _setup(conn: Any, readonly: bool, target: str) -> None:
+    if not readonly and target != ":memory:" and _ours_or_new(conn):
+        conn.execute("PRAGMA journal_mode = WAL")  # never on a foreign file: that would change it
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _setup_waiting(conn: Any, mod: ModuleType, setup: Any) -> None:
+    """Run the connection set-up, waiting out "database is locked" like the busy timeout would.
+
+    Switching a brand-new file to WAL while another process is creating it (two indexers
+    started at once) can fail at once with SQLITE_BUSY: SQLite does not call the busy
+    handler for that lock. Retry for up to the busy timeout before giving up.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            setup()
+            return
+        except mod.OperationalError as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def connect(path: str | Path, *, readonly: bool = False) -> Any:
     """Open ``path`` with sqlite-vec loaded, WAL journal, foreign keys and busy timeout."""
     mod = driver()
@@ -98,10 +125,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> Any:
     try:
         _load_vec(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if not readonly and target != ":memory:" and _ours_or_new(conn):
-            conn.execute("PRAGMA journal_mode = WAL")  # never on a foreign file: that would change it
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
+        _setup_waiting(conn, mod, lambda: _setup(conn, readonly, target))
     except mod.DatabaseError as exc:
         conn.close()
         raise StoreError(
