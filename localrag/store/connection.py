@@ -12,7 +12,7 @@ import sqlite3 as _stdlib_sqlite3
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -86,18 +86,18 @@ def _setup(conn: Any, readonly: bool, target: str) -> None:
     conn.execute("PRAGMA foreign_keys = ON")
 
 
-def _setup_waiting(conn: Any, mod: ModuleType, setup: Any) -> None:
-    """Run the connection set-up, waiting out "database is locked" like the busy timeout would.
+def retry_busy(action: Callable[[], Any], *, timeout_s: float = BUSY_TIMEOUT_MS / 1000) -> Any:
+    """Run ``action``, waiting out "database is locked"/"busy" for up to ``timeout_s``.
 
-    Switching a brand-new file to WAL while another process is creating it (two indexers
-    started at once) can fail at once with SQLITE_BUSY: SQLite does not call the busy
-    handler for that lock. Retry for up to the busy timeout before giving up.
+    For the locks SQLite takes without calling the busy handler: switching a brand-new file
+    to WAL while another process creates it (two indexers started at once), and the rare
+    BEGIN IMMEDIATE that loses the race for the write lock.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    mod = driver()
+    deadline = time.monotonic() + timeout_s
     while True:
         try:
-            setup()
-            return
+            return action()
         except mod.OperationalError as exc:
             text = str(exc).lower()
             if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
@@ -125,7 +125,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> Any:
     try:
         _load_vec(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        _setup_waiting(conn, mod, lambda: _setup(conn, readonly, target))
+        retry_busy(lambda: _setup(conn, readonly, target))
     except mod.DatabaseError as exc:
         conn.close()
         raise StoreError(

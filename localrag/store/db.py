@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from localrag.store.connection import StoreError, connect, driver
+from localrag.store.connection import StoreError, connect, driver, retry_busy
 from localrag.store.schema import MIGRATIONS
 
 APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from foreign ones
@@ -106,15 +106,7 @@ class Store:
 
     def _begin(self) -> None:
         # busy_timeout covers most waits; retry for the rare immediate-lock upgrade miss.
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                return
-            except driver().OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        retry_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"), timeout_s=60)
 
     def close(self) -> None:
         with self._side_lock:
