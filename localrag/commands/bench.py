@@ -154,7 +154,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def run_bench_command(args: argparse.Namespace) -> int:
     from localrag.bench.data import BenchDataError, load_dataset
     from localrag.bench.report import print_result
-    from localrag.bench.runner import BenchError, BenchSpec, RunOptions, run_bench
+    from localrag.bench.runner import BenchError, run_bench
 
     if not args.data:
         raise UserError("--data DIR is required (or use `localrag bench scale|plot|table`)")
@@ -164,16 +164,26 @@ def run_bench_command(args: argparse.Namespace) -> int:
         raise UserError("--keep-ner-cache only applies with --rounds")
     try:
         dataset = load_dataset(args.data, args.ids, args.limit)
-        spec = BenchSpec(dataset, (args.strategy or "dense,lexical,hybrid").split(","),
-                         RunOptions(args.k, args.depth, args.answer), Path(args.work) if args.work else None,
-                         _overrides(args), _command_line(), config_file=getattr(args, "config", None))
+        spec = _spec(args, dataset, "dense,lexical,hybrid")
         n_runs = len([s for s in spec.strategies if s.strip()]) * len(dataset.questions)
         with _progress_sinks(args.quiet, n_runs, lambda r: f"questions ({r.strategy})") as (on_progress, on_record):
             result = run_bench(spec, on_record=on_record, on_progress=on_progress)
     except (BenchDataError, BenchError) as exc:
         raise UserError(str(exc)) from exc
     print_result(result, _wide())
-    out = Path(args.out) if args.out else _default_out(f"{result.dataset}-{'+'.join(result.strategies)}")
+    return _write(result, args.out, "")
+
+
+def _spec(args: argparse.Namespace, dataset: Any, default_strategies: str) -> Any:
+    from localrag.bench.runner import BenchSpec, RunOptions
+
+    return BenchSpec(dataset, (args.strategy or default_strategies).split(","),
+                     RunOptions(args.k, args.depth, args.answer), Path(args.work) if args.work else None,
+                     _overrides(args), _command_line(), config_file=getattr(args, "config", None))
+
+
+def _write(result: Any, out_arg: str | None, suffix: str) -> int:
+    out = Path(out_arg) if out_arg else _default_out(f"{result.dataset}-{'+'.join(result.strategies)}{suffix}")
     result.write(out)
     console.print(f"result written to {out}")
     return 0
@@ -201,7 +211,7 @@ def run_rounds_command(args: argparse.Namespace) -> int:
     from localrag.bench.data import BenchDataError, load_dataset
     from localrag.bench.rounds import parse_rounds, rounds_for, run_rounds
     from localrag.bench.rounds_report import print_rounds_result
-    from localrag.bench.runner import BenchError, BenchSpec, RunOptions
+    from localrag.bench.runner import BenchError
 
     if args.no_memory:
         raise UserError("--rounds measures edge memory; leave out --no-memory (round `different-nomem` is the "
@@ -209,9 +219,7 @@ def run_rounds_command(args: argparse.Namespace) -> int:
     try:
         plans = parse_rounds(args.rounds)
         dataset = load_dataset(args.data, args.ids, args.limit)
-        spec = BenchSpec(dataset, (args.strategy or "neuropath").split(","),
-                         RunOptions(args.k, args.depth, args.answer), Path(args.work) if args.work else None,
-                         _overrides(args), _command_line(), config_file=getattr(args, "config", None))
+        spec = _spec(args, dataset, "neuropath")
         n_runs = len([s for s in spec.strategies if s.strip()]) * rounds_for(plans, len(dataset.questions))
         with _progress_sinks(args.quiet, n_runs, lambda r: f"{r.strategy}: round {r.round}") as (on_progress, on_record):
             result = run_rounds(spec, plans, clear_query_cache=not args.keep_ner_cache, on_record=on_record,
@@ -219,10 +227,7 @@ def run_rounds_command(args: argparse.Namespace) -> int:
     except (BenchDataError, BenchError) as exc:
         raise UserError(str(exc)) from exc
     print_rounds_result(result, _wide())
-    out = Path(args.out) if args.out else _default_out(f"{result.dataset}-{'+'.join(result.strategies)}-rounds")
-    result.write(out)
-    console.print(f"result written to {out}")
-    return 0
+    return _write(result, args.out, "-rounds")
 
 
 def run_scale_command(args: argparse.Namespace) -> int:
