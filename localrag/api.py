@@ -178,6 +178,8 @@ class Assistant:
                         max_tokens=self.settings.llm.answer_max_tokens, short=short, on_token=on_token,
                     )
                     text, citations, answer_ms, reply_notes = g.text, g.citations, g.ms, g.notes
+                    if retrieval.on_answer is not None and text:
+                        retrieval.on_answer([c.passage.id for c in citations if c.cited])
         finally:
             self._current.query_id = None
         result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
@@ -224,4 +226,7 @@ def memory_notes(trace: Trace) -> list[str]:
             parts.append(f"~{step['tokens_saved_est']:,} tokens saved")
         learned = f"learned: +{step.get('enhanced', 0)} / −{step.get('penalised', 0)} edges"
         notes.append("memory: " + ", ".join(parts) + f"; {learned}")
+    for step in trace.steps:
+        if step.get("step") == "memory_answer" and step.get("enhanced"):
+            notes.append(f"memory: learned from the answer's citations: +{step['enhanced']} edges")
     return notes

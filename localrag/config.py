@@ -89,6 +89,12 @@ class NeuroPathSettings:
     fuse_k: int = 8  # the RRF constant of "fused" (8, as hybrid: one list's top ranks count)
     # completion retriever for query + chain + requirement: "dense" (the paper) or "hybrid"
     completion: str = "dense"
+    # a third fused list: "ppr" (personalised PageRank from the query's entities and the open
+    # ends of the valid paths) or "none" (the paper's two lists)
+    graph_completion: str = "ppr"
+    # weight of the path list in the fusion when the model's selection was unusable or too
+    # broad (its paths are then the embedding order's guess, not a choice)
+    fallback_weight: float = 0.5
     max_valid: int = 8
     max_expand: int = 4
 
@@ -131,6 +137,8 @@ class RemindSettings:
     prompt_passage_chars: int = 600  # one passage (or its summary) in a prompt is cut to this
     prompt_chars: int = 6000  # all passages of one prompt together
     summary_max_tokens: int = 200
+    # a question whose recalled route is strong (every edge >= memory.skip_above) skips the walk
+    trust_recall: bool = True
     zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 

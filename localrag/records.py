@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ class Retrieval:
     query: str
     passages: list[ScoredPassage]
     trace: Trace
+    # called with the passage ids the answer cited, once it exists: a strategy learns from it
+    on_answer: Callable[[list[int]], None] | None = field(default=None, repr=False, compare=False)
 
     def top(self, k: int) -> list[ScoredPassage]:
         return self.passages[:k]

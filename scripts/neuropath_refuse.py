@@ -1,70 +1,85 @@
-"""Re-score NeuroPath completion variants offline from a neuropath_variants.py output.
+"""Replay NeuroPath's completion offline under other fusion settings, with no model call.
 
-The tracked paths (path documents, chain, requirement) saved per question are replayed
-through other fusions, with no model call: only embeddings and the index are used.
+A `localrag bench --strategy neuropath` result keeps, per question, what path tracking
+handed to completion (``tracking``: seeds, path documents, open path ends, chain,
+requirement, fallback). This script feeds the same inputs through ``NeuroPath.fuse`` under
+each variant's settings and prints recall@2/@5, so completion defaults are chosen on
+like-for-like numbers (the tracking calls are the expensive part and run once).
 
-    .venv/bin/python scripts/neuropath_refuse.py /tmp/npv-musique.json --data ../shared/data/musique100 \
-        --ids ../shared/data/musique100/dev_ids.txt --limit 25
+    .venv/bin/python scripts/neuropath_refuse.py docs/results/musique100-dev-neuropath.json
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from localrag.api import Assistant
 from localrag.bench.data import default_work_dir, doc_id_of, load_dataset
 from localrag.bench.metrics import recall_at_k
 from localrag.bench.runner import prepare_index
-from localrag.retrieve.dense import dense_ranked
-from localrag.retrieve.hybrid import hybrid_ranked, rrf
+from localrag.records import Trace
+from localrag.retrieve.hybrid import hybrid_ranked
+from localrag.retrieve.neuropath import CompletionInput, NeuroPath
+
+# name -> NeuroPathSettings overrides
+VARIANTS: dict[str, dict] = {
+    "paths-first (paper)": {"merge": "paths-first", "graph_completion": "none"},
+    "rrf8[paths, dense]": {"graph_completion": "none", "fallback_weight": 1.0},
+    "rrf8[paths(fb x0.5), dense]": {"graph_completion": "none"},
+    "rrf8[paths, dense, ppr]": {"fallback_weight": 1.0},
+    "rrf8[paths(fb x0.5), dense, ppr]": {},
+    "rrf8[paths(fb x0.5), hybrid, ppr]": {"completion": "hybrid"},
+    "rrf8[paths(fb x0), dense, ppr]": {"fallback_weight": 0.0},
+    "rrf30[paths(fb x0.5), dense, ppr]": {"fuse_k": 30},
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("saved")
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--ids")
-    ap.add_argument("--limit", type=int)
+    ap.add_argument("result", help="a bench result JSON with neuropath records")
+    ap.add_argument("--k", type=int, default=10)
     args = ap.parse_args()
-    saved = {r["id"]: r for r in json.load(open(args.saved))["rows"]}
-    dataset = load_dataset(args.data, args.ids, args.limit)
+    saved = json.load(open(args.result))
+    records = {r["id"]: r for r in saved["records"] if r["strategy"] == "neuropath"}
+    dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
     index, _ = prepare_index(dataset, default_work_dir(dataset), {"memory.enabled": False})
     ctx = Assistant(index).context()
-    k = 10
-    variants: dict[str, list[float]] = {}
+    base = ctx.settings.neuropath
+    strategy = NeuroPath()
+    sums: dict[str, list[float]] = {}
 
-    def score(name, ranked, q):
-        passages = ctx.store.docs.passages([p for p, _ in ranked][:k])
-        paths = {p.id: p.path for p in passages}
-        distinct = list(dict.fromkeys(d for d in (doc_id_of(paths.get(p, "")) for p, _ in ranked[:k]) if d))
-        s = variants.setdefault(name, [0.0, 0.0, 0])
-        s[0] += recall_at_k(distinct, q.gold_doc_ids, 2) or 0.0
-        s[1] += recall_at_k(distinct, q.gold_doc_ids, 5) or 0.0
+    def add(name: str, doc_ids: list[int], gold: list[int]) -> None:
+        s = sums.setdefault(name, [0.0, 0.0, 0])
+        s[0] += recall_at_k(doc_ids, gold, 2) or 0.0
+        s[1] += recall_at_k(doc_ids, gold, 5) or 0.0
         s[2] += 1
 
+    def distinct(ranked: list[tuple[int, float]]) -> list[int]:
+        paths = {p.id: p.path for p in ctx.store.docs.passages([pid for pid, _ in ranked])}
+        return list(dict.fromkeys(d for d in (doc_id_of(paths.get(pid, "")) for pid, _ in ranked) if d))
+
     for q in dataset.questions:
-        row = saved.get(q.id)
-        if row is None:
+        rec = records.get(q.id)
+        if rec is None:
             continue
-        docs = row["path_docs"]
-        text = " ".join(x for x in (q.question, row["chain"], row["g"]) if x)
-        hyb_q = hybrid_ranked(ctx, q.question, 100)[0]
-        dense_t = dense_ranked(ctx, text, 100)
-        hyb_t = hybrid_ranked(ctx, text, 100)[0]
-        score("hybrid(query)", hyb_q, q)
-        if not row["seeds"]:
-            for name in list(variants):
-                pass
-        path_list = [(d, 1.0) for d in docs]
-        for rk in (8, 30, 60):
-            score(f"rrf{rk}[paths, dense(q+chain+g)]", rrf([path_list, dense_t], k, rrf_k=rk), q)
-            score(f"rrf{rk}[paths, hybrid(q)]", rrf([path_list, hyb_q], k, rrf_k=rk), q)
-            score(f"rrf{rk}[paths, hybrid(q), dense(q+chain+g)]", rrf([path_list, hyb_q, dense_t], k, rrf_k=rk), q)
-            score(f"rrf{rk}[paths, hybrid(q+chain+g)]", rrf([path_list, hyb_t], k, rrf_k=rk), q)
-            score(f"rrf{rk}[paths x0.5, hybrid(q)]", rrf([path_list, hyb_q], k, weights=[0.5, 1.0], rrf_k=rk), q)
-    for name, (a, b, n) in sorted(variants.items(), key=lambda t: -(t[1][1] + t[1][0] / 10)):
-        print(f"{name:48s} R@2 {a / n:.3f} R@5 {b / n:.3f}  (n={n})")
+        gold = q.gold_doc_ids
+        add("as run", rec["retrieved_doc_ids"], gold)
+        add("hybrid(query)", distinct(hybrid_ranked(ctx, q.question, args.k)[0]), gold)
+        t = rec.get("tracking") or {}
+        for name, overrides in VARIANTS.items():
+            if not t.get("seeds"):  # no query entity: the strategy's dense fallback, unchanged
+                add(name, rec["retrieved_doc_ids"], gold)
+                continue
+            inp = CompletionInput(tuple(t.get("path_docs", [])), tuple(t.get("path_ends", [])), t.get("chain", ""),
+                                  t.get("requirement", ""), bool(t.get("fallback")), tuple(t["seeds"]))
+            ctx.settings.neuropath = dataclasses.replace(base, **overrides)
+            retrieval = strategy.fuse(ctx, q.question, inp, args.k, Trace("neuropath"))
+            ctx.settings.neuropath = base
+            add(name, distinct([(sp.passage.id, sp.score) for sp in retrieval.passages]), gold)
+    for name, (r2, r5, n) in sorted(sums.items(), key=lambda t: -(t[1][1] + t[1][0] / 10)):
+        print(f"{name:40s} R@2 {r2 / n:.3f} R@5 {r5 / n:.3f}  (n={n})")
 
 
 if __name__ == "__main__":

@@ -171,3 +171,76 @@ def test_auto_strategy_waits_for_the_graph(graph_index, tmp_path, settings_for, 
     assert Assistant(fresh, llm=object()).resolve_strategy("auto") == "hybrid"
     assert Assistant(fresh, llm=object()).resolve_strategy("lexical") == "lexical"
     fresh.close()
+
+
+# -- completion: fusion weights, the graph list, offline replay ------------------------------------
+def completion_step(r):
+    return next(s for s in r.trace.steps if s["step"] == "completion")
+
+
+def test_unusable_reply_halves_the_path_list_weight(graph_index):
+    graph_index.settings.memory.enabled = False  # the second ask must track again, not recall
+    good = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
+    assert completion_step(good)["path_weight"] == 1.0 and completion_step(good)["fallback"] is False
+
+    def useless(messages, schema, phase):
+        return {"named_entities": ["Mira Okafor"]} if phase == "ner" else "not json"
+
+    bad = Assistant(graph_index, llm=ScriptedLLM(useless)).retrieve(QUESTION, "neuropath", 5)
+    step = completion_step(bad)
+    assert step["fallback"] is True and step["path_weight"] == graph_index.settings.neuropath.fallback_weight == 0.5
+
+
+def test_graph_list_restarts_at_the_seeds_and_the_path_ends(graph_index):
+    r = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
+    step = completion_step(r)
+    ids = graph_index.store.graph.entity_ids(["mira okafor", "vessby"])
+    assert step["path_ends"] == [ids["vessby"]]  # the open end of heron project->hosted in->vessby
+    assert {ids["mira okafor"], ids["vessby"]} <= set(step["graph"]["restart"])
+    assert step["graph"]["scored_passages"] > 0
+    # the river note is reached by the walk from the path's end: it ranks right after the path docs
+    assert [sp.passage.path for sp in r.passages[:3]] == ["mira.md", "heron.md", "vessby.md"]
+    graph_index.settings.neuropath.graph_completion = "none"
+    r2 = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
+    assert "graph" not in completion_step(r2)
+
+
+def test_a_bench_record_replays_to_the_same_ranking(graph_index):
+    from localrag.bench.runner import tracking_summary
+    from localrag.records import Trace
+    from localrag.retrieve.neuropath import CompletionInput, NeuroPath
+
+    a = Assistant(graph_index, llm=scripted_two_rounds())
+    r = a.retrieve(QUESTION, "neuropath", 5)
+    t = tracking_summary(r.trace)
+    assert t["path_docs"] and t["seeds"] and "chain" in t and t["fallback"] is False
+    inp = CompletionInput(tuple(t["path_docs"]), tuple(t["path_ends"]), t["chain"], t["requirement"],
+                          t["fallback"], tuple(t["seeds"]))
+    again = NeuroPath().fuse(a.context(), QUESTION, inp, 5, Trace("neuropath"))
+    assert [sp.passage.id for sp in again.passages] == [sp.passage.id for sp in r.passages]
+    assert tracking_summary(Assistant(graph_index, llm=object()).retrieve(QUESTION, "hybrid", 5).trace) == {}
+
+
+def test_stand_in_paths_cited_by_the_answer_are_learned(graph_index):
+    """An unusable tracking reply teaches nothing, but the answer's citations do: the repeat recalls."""
+    def respond(messages, schema, phase):
+        if phase == "ner":
+            return {"named_entities": ["Mira Okafor"]}
+        if phase == "track":
+            return "not json"
+        return "Mira Okafor leads the Heron project [1]."
+
+    a = Assistant(graph_index, llm=ScriptedLLM(respond))
+    first = a.ask(QUESTION, strategy="neuropath")
+    assert first.retrieval.passages[0].passage.path == "mira.md"
+    learned = next(s for s in first.retrieval.trace.steps if s["step"] == "memory_answer")
+    assert learned["enhanced"] >= 1 and any("mira okafor->leads" in p for p in learned["paths"])
+    assert any("learned from the answer" in n for n in first.notes)
+    second = a.ask(QUESTION, strategy="neuropath")
+    assert [c.phase for c in second.calls] == ["answer"]  # NER cached, tracking replaced by recall
+    # nothing cited (or memory off): nothing learned
+    graph_index.store.memory.reset()
+    silent = Assistant(graph_index, llm=ScriptedLLM(lambda m, s, p: respond(m, s, p) if p != "answer" else "No idea."))
+    r = silent.ask(QUESTION, strategy="neuropath")
+    assert next(s for s in r.retrieval.trace.steps if s["step"] == "memory_answer")["enhanced"] == 0
+    assert graph_index.store.memory.count() == 0

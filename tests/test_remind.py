@@ -140,27 +140,38 @@ def test_walk_uses_shortcut_choice_backtrack_and_stops_when_judged_sufficient(kb
     assert kb.store.memory.count() == 4
 
 
-def test_same_question_again_makes_fewer_calls(kb):
+@pytest.mark.parametrize("trust", [True, False])
+def test_same_question_again_makes_fewer_calls(kb, trust):
+    kb.settings.remind.trust_recall = trust
     first = Assistant(kb, llm=navigator()).retrieve(QUESTION, "remind", 5)
     before = kb.store.memory.stats()
     llm = navigator()
     second = Assistant(kb, llm=llm).retrieve(QUESTION, "remind", 5)
-    assert len(second.trace.calls) == 1 < len(first.trace.calls) == 8
-    assert [p for p, _ in llm.calls] == ["traverse"]  # one judge call, yes at once
+    if trust:  # every recalled edge reads >= memory.skip_above after one enhancement: no judge, no walk
+        assert len(second.trace.calls) == 0 < len(first.trace.calls) == 8 and llm.calls == []
+        assert "walk skipped" in steps(second, "stop")[0]["reason"] and not steps(second, "judge")
+    else:
+        assert len(second.trace.calls) == 1 < len(first.trace.calls) == 8
+        assert [p for p, _ in llm.calls] == ["traverse"]  # one judge call, yes at once
     exp = steps(second, "expansion")[0]
     assert exp["recalled_edges"] == 4 and exp["passages"] == [pid(kb, "heron.md"), pid(kb, "vessby.md")]
     assert all(e["w"] > kb.settings.memory.lam for e in exp["edges"])
     assert {sp.passage.path for sp in second.passages[:3]} == set(USEFUL)
     assert [sp.source for sp in second.passages[:3]] == ["seed", "memory", "memory"]
     assert steps(second, "stop")[0]["jumps"] == 0
-    # R15, default "reinforce": memory alone was sufficient, so its edges are enhanced once more
     mem = steps(second, "memory")[0]
+    if trust:  # nothing new was checked: a memory never confirms itself
+        assert mem["enhanced"] == 0 and "trusted recall" in mem["mode"]
+        assert kb.store.memory.stats() == before
+        return
+    # R15, default "reinforce": memory alone was judged sufficient, so its edges are enhanced once more
     assert mem["enhanced"] == 4 and "zero-jump" in mem["mode"]
     after = kb.store.memory.stats()
     assert min(after.norms) > max(before.norms) and after.updates == before.updates + 4
 
 
 def test_zero_jump_skip_leaves_memory_alone(kb):
+    kb.settings.remind.trust_recall = False  # the judge runs, says yes at once: a zero-jump run
     Assistant(kb, llm=navigator()).retrieve(QUESTION, "remind", 5)
     before = kb.store.memory.stats()
     kb.settings.remind.zero_jump = "skip"
@@ -217,6 +228,7 @@ def test_memory_off_graph_reads_every_memory_as_zero(kb, embedder):
 @pytest.mark.parametrize("penalty", ["intended", "off"])
 def test_recalled_edge_that_did_not_help_is_penalised(kb, embedder, penalty):
     kb.settings.memory.penalty = penalty
+    kb.settings.remind.trust_recall = False  # a recalled edge is judged and walked past, then penalised
     q = embedder.encode_one(QUESTION)
     key = ("mention", kb.store.graph.entity_id("mira okafor"), pid(kb, "institute.md"))
     with kb.store.transaction():

@@ -49,6 +49,9 @@ class QuestionRecord:
     error: str = ""
     # the strategy's memory step (recalled_edges, skipped_rounds, enhanced, penalised, ...); {} = memory not used
     memory: dict[str, int] = field(default_factory=dict)
+    # neuropath: what tracking left for completion (seeds, path documents, chain, requirement,
+    # fallback), so other fusions can be replayed offline (scripts/neuropath_refuse.py)
+    tracking: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:

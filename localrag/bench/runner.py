@@ -168,7 +168,20 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
     record.prompt_tokens, record.completion_tokens, record.calls_by_phase, record.tokens_by_phase = _calls_summary(calls)
     record.llm_calls = len(calls)
     record.memory = memory_figures(retrieval.trace)
+    record.tracking = tracking_summary(retrieval.trace)
     return record
+
+
+def tracking_summary(trace: Trace) -> dict:
+    """NeuroPath's seeds and completion inputs from a trace; {} for other strategies."""
+    out: dict = {}
+    for step in trace.steps:
+        if step.get("step") == "seeds" and trace.strategy == "neuropath":
+            out["seeds"] = [s["id"] for s in step.get("seeds", []) if "id" in s]
+        elif step.get("step") == "completion":
+            keys = ("path_docs", "path_ends", "fallback", "chain", "requirement")
+            out.update({key: step[key] for key in keys if key in step})
+    return out
 
 
 MEMORY_FIGURES = ("recalled_edges", "from_knn", "skipped_rounds", "tokens_saved_est", "enhanced", "penalised")
@@ -178,7 +191,7 @@ def memory_figures(trace: Trace) -> dict[str, int]:
     """The numbers of a trace's memory step(s); {} when the strategy neither read nor wrote memory."""
     out: dict[str, int] = {}
     for step in trace.steps:
-        if step.get("step") != "memory":
+        if step.get("step") not in ("memory", "memory_answer"):
             continue
         for name in MEMORY_FIGURES:
             value = step.get(name, 0)

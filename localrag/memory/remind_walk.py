@@ -40,6 +40,7 @@ class WalkState:
     iterations: int = 0
     stop: str = ""
     sufficient: bool = False
+    recall_trusted: bool = False  # the walk was skipped: memory recall was strong enough on its own
     path_trusted: bool = True  # False after a run of invalid choices: no memory update from this walk
     summaries: dict[int, str] = field(default_factory=dict)
 

@@ -24,6 +24,7 @@ from localrag.records import Retrieval, ScoredPassage, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.hybrid import hybrid_ranked, rrf
+from localrag.retrieve.ppr import entity_graph, ppr_ranked, query_seeds
 from localrag.retrieve.paths import Path, dedupe, first_hop, next_hop, path_docs, prune, render, with_coref, embed_text
 
 FALLBACK_VALID = 3  # paths taken in embedding order when the model's choice is unusable
@@ -39,7 +40,27 @@ class TrackState:
     requirement: str = ""
     rounds: int = 0
     llm_failed: bool = False
+    # the last round's valid paths are a stand-in, not the model's choice (reply unusable or too broad)
+    fallback: bool = False
+    unusable: bool = False  # the last round's reply was unusable: nothing learned from it yet
     feedback: replay.Feedback = field(default_factory=lambda: replay.Feedback())
+
+
+@dataclass(frozen=True)
+class CompletionInput:
+    """What tracking hands to completion; a bench record keeps it so fusions can be replayed."""
+
+    docs: tuple[int, ...] = ()  # documents on the valid paths, in path order
+    ends: tuple[int, ...] = ()  # entity at the open end of each valid path
+    chain: str = ""
+    requirement: str = ""
+    fallback: bool = False
+    seeds: tuple[int, ...] = ()  # the query's linked entities
+
+    @classmethod
+    def of(cls, state: TrackState, seeds: Sequence[int] = ()) -> "CompletionInput":
+        return cls(tuple(path_docs(state.valid)), tuple(sorted({p.link for p in state.valid})), state.chain,
+                   state.requirement, state.fallback, tuple(seeds))
 
 
 def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
@@ -135,7 +156,24 @@ class NeuroPath:
             state = self.track(ctx, query, seed_ids, trace, recalled=recall.paths)
         if mem.enabled:
             self._memory_step(ctx, query, qvec, recall, state, skip, trace)
-        return self.complete(ctx, query, state, k, trace)
+        retrieval = self.complete(ctx, query, state, k, trace, seeds=seed_ids, qvec=qvec)
+        if mem.enabled and state.unusable and not skip:
+            retrieval.on_answer = lambda cited: self._learn_from_answer(ctx, query, qvec, state, cited, trace)
+        return retrieval
+
+    def _learn_from_answer(self, ctx: Context, query: str, qvec, state: TrackState, cited: Sequence[int],
+                           trace: Trace) -> None:
+        """The model's tracking reply was unusable, so its stand-in paths taught nothing; the paths
+        whose passages the answer then cites are enhanced now (no extra LLM call), so a repeat of
+        the question can recall them instead of tracking again."""
+        fb = replay.Feedback()
+        used = [p for p in state.valid if set(p.docs) & set(cited)]
+        for p in used:
+            fb.add_path(p.facts, p.docs)
+        result = replay.apply(ctx.store, query, self.name, qvec, fb, ctx.settings.memory) if used else None
+        trace.step("memory_answer", cited=sorted(set(cited)), paths=[p.text.strip() for p in used],
+                   enhanced=result.enhanced if result else 0,
+                   **({"not_written": result.error} if result and result.error else {}))
 
     def _memory_step(self, ctx: Context, query: str, qvec, recall: Recall, state: TrackState, skip: bool, trace: Trace) -> None:
         cfg = ctx.settings.neuropath
@@ -212,6 +250,7 @@ class NeuroPath:
                     state.feedback.reject_last(shown[i].facts, shown[i].docs)
             state.need_expand = [shown[i] for i in expand_ids]
             state.chain, state.requirement = chain, req
+            state.fallback, state.unusable = fell_back or broad, fell_back
             if not cont or not state.need_expand or state.rounds >= cfg.max_hop:
                 break
             blocked = {p.text for p in state.kept} | {p.text for p in state.need_expand}
@@ -222,28 +261,65 @@ class NeuroPath:
             g = req
         return state
 
-    def complete(self, ctx: Context, query: str, state: TrackState, k: int, trace: Trace) -> Retrieval:
-        """Post-retrieval completion (b.3): path documents first, then dense hits for query+chain+g."""
+    def complete(self, ctx: Context, query: str, state: TrackState, k: int, trace: Trace,
+                 seeds: Sequence[int] = (), qvec: np.ndarray | None = None) -> Retrieval:
+        """Post-retrieval completion (b.3) of a tracking run; see ``fuse``."""
+        return self.fuse(ctx, query, CompletionInput.of(state, seeds), k, trace, qvec)
+
+    def fuse(self, ctx: Context, query: str, inp: "CompletionInput", k: int, trace: Trace,
+             qvec: np.ndarray | None = None) -> Retrieval:
+        """Path documents first, then dense hits for query + chain + requirement.
+
+        With ``merge = "fused"`` the path documents, the completion hits and (``graph_completion
+        = "ppr"``) a personalised PageRank restarting at the query's entities and at the open
+        ends of the valid paths are fused by reciprocal rank; the path list counts
+        ``fallback_weight`` when the model's choice was unusable (the paths are then only the
+        embedding order's guess).
+        """
         cfg = ctx.settings.neuropath
-        docs = path_docs(state.valid)
-        text = " ".join(x for x in (query, state.chain, state.requirement) if x)
+        docs = list(inp.docs)
+        text = " ".join(x for x in (query, inp.chain, inp.requirement) if x)
         pool = max(cfg.backfill, k)
         if cfg.completion == "hybrid":
             completion, _ = hybrid_ranked(ctx, text, pool)
         else:
             completion = dense_ranked(ctx, text, pool)
+        path_weight = cfg.fallback_weight if inp.fallback else 1.0
+        graph_info: dict = {}
         if cfg.merge == "fused":
-            ranked = rrf([[(d, 1.0) for d in docs], completion], k, rrf_k=cfg.fuse_k)
+            lists, weights = [[(d, 1.0) for d in docs], completion], [path_weight, 1.0]
+            if cfg.graph_completion == "ppr":
+                graph_list, graph_info = self._graph_list(ctx, query, qvec, inp, pool)
+                if graph_list:
+                    lists.append(graph_list)
+                    weights.append(1.0)
+            ranked = rrf(lists, k, weights=weights, rrf_k=cfg.fuse_k)
         else:
             ranked = [(d, 2.0 - i / max(len(docs), 1) / 2) for i, d in enumerate(docs)]
             ranked += [(pid, s) for pid, s in completion if pid not in set(docs)]
             ranked = ranked[:k]
-        trace.step("completion", path_docs=docs, query=text[:300], merge=cfg.merge, retriever=cfg.completion)
+        trace.step("completion", path_docs=docs, query=text[:300], merge=cfg.merge, retriever=cfg.completion,
+                   path_ends=list(inp.ends), path_weight=path_weight, fallback=inp.fallback, chain=inp.chain,
+                   requirement=inp.requirement, **({"graph": graph_info} if graph_info else {}))
         passages = scored(ctx, ranked, "completion")
         for sp in passages:
             if sp.passage.id in docs:
                 sp.source = "path"
         return Retrieval(query, passages, trace)
+
+    @staticmethod
+    def _graph_list(ctx: Context, query: str, qvec: np.ndarray | None, inp: "CompletionInput",
+                    pool: int) -> tuple[list[tuple[int, float]], dict]:
+        """PPR over the entity graph from the query's entities plus the valid paths' open ends."""
+        eg = entity_graph(ctx.store)
+        if eg.empty:
+            return [], {}
+        qvec = ctx.embedder.encode_one(query) if qvec is None else qvec
+        restart = {s.entity: s.weight for s in query_seeds(ctx, query, qvec)}
+        for e in list(inp.seeds) + list(inp.ends):
+            restart[e] = max(restart.get(e, 0.0), 1.0)
+        ranked, info = ppr_ranked(ctx, qvec, dense_ranked(ctx, query, pool), eg, restart, pool)
+        return ranked, {"retriever": "ppr", "restart": sorted(restart), "scored_passages": info.get("scored_passages", 0)}
 
     # ------------------------------------------------------------------------------------
     def _prune(self, ctx: Context, paths: list[Path], g: str, k: int) -> list[Path]:

@@ -139,6 +139,26 @@ def query_seeds(ctx: Context, query: str, qvec: np.ndarray) -> list[Seed]:
     return [Seed(s.entity, names.get(s.entity, s.name), s.weight, s.via) for s in seeds.values()]
 
 
+def ppr_ranked(ctx: Context, qvec: np.ndarray, pool: list[tuple[int, float]], eg: EntityGraph,
+               seeds: dict[int, float], k: int) -> tuple[list[tuple[int, float]], dict]:
+    """Passages by the PPR mass of their entities, the walk restarting at ``seeds`` (entity -> weight).
+
+    Seeds outside the graph are ignored; with none left the ``pool`` (dense order) stands.
+    """
+    reset = np.zeros(len(eg.nodes))
+    for entity, weight in seeds.items():
+        i = eg.index.get(entity)
+        if i is not None:
+            reset[i] += weight / max(1.0, eg.mention_counts[i])  # node specificity
+    if not reset.any():
+        return pool[:k], {"scored_passages": 0, "note": "no seed in the graph: dense order"}
+    mass = personalised_pagerank(eg, reset, ctx.settings.graph.ppr_damping)
+    passage_scores = eg.mentions @ mass
+    ranked = PPR._rank(ctx, qvec, pool, eg, passage_scores, k)
+    return ranked, {"damping": ctx.settings.graph.ppr_damping, "scored_passages": int((passage_scores > 0).sum()),
+                    "top": [{"passage": pid, "score": round(score, 6)} for pid, score in ranked[:5]]}
+
+
 class PPR:
     name = "ppr"
 
@@ -155,15 +175,8 @@ class PPR:
             if not seeds:
                 trace.step("fallback", reason="no query entity in the graph: dense order")
                 return Retrieval(query, scored(ctx, pool[:k], "dense"), trace)
-            reset = np.zeros(len(eg.nodes))
-            for s in seeds:
-                i = eg.index[s.entity]
-                reset[i] += s.weight / max(1.0, eg.mention_counts[i])  # node specificity
-            mass = personalised_pagerank(eg, reset, ctx.settings.graph.ppr_damping)
-            passage_scores = eg.mentions @ mass
-            ranked = self._rank(ctx, qvec, pool, eg, passage_scores, k)
-            trace.step("ppr", damping=ctx.settings.graph.ppr_damping, scored_passages=int((passage_scores > 0).sum()),
-                       top=[{"passage": pid, "score": round(score, 6)} for pid, score in ranked[:5]])
+            ranked, info = ppr_ranked(ctx, qvec, pool, eg, {s.entity: s.weight for s in seeds}, k)
+            trace.step("ppr", **info)
             return Retrieval(query, scored(ctx, ranked, "ppr"), trace)
 
     @staticmethod

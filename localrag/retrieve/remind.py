@@ -15,6 +15,11 @@
    was judged sufficient there is no labelling call; with ``remind.zero_jump =
    "reinforce"`` (default) the recalled edges are enhanced once more (the judge just
    confirmed them, and δ keeps ‖v‖ ≤ 1), with "skip" memory is left alone as in the code.
+   When every edge memory expansion recalled reads at least ``memory.skip_above`` and it
+   reached a passage (``remind.trust_recall``, default on), the walk and its judge are
+   skipped altogether: the remembered route is trusted as NeuroPath trusts recalled paths
+   (beyond the paper: its judge would run here). Nothing is written then, since nothing
+   new was checked and a memory must not confirm itself.
    With ``memory.enabled`` off (``--no-memory``) memory is neither read nor written and
    no labelling call is made.
 5. Ranking: collected passages in collection order, then a dense back-fill up to k.
@@ -74,7 +79,13 @@ class Remind:
             steps=list(expansion.steps), current=start,
         )
         walk = Walk(graph, budget, query, cfg, trace, state)
-        walk.run()
+        if self._trusted(ctx, expansion):
+            # the question's route is remembered strongly (every recalled edge at or above
+            # memory.skip_above, as NeuroPath skips tracking): no judge, no walk
+            state.stop, state.sufficient = f"memory recall at or above skip_above ({mem.skip_above}): walk skipped", True
+            state.recall_trusted = True
+        else:
+            walk.run()
         trace.step("stop", reason=state.stop, sufficient=state.sufficient, jumps=state.jumps,
                    iterations=state.iterations, llm_calls=budget.used, collected=list(state.collected))
         trace.step("paths", paths=[f"{s.origin}: {graph.step_line(s.edge)} (w {s.weight:.2f})" for s in state.steps])
@@ -82,6 +93,12 @@ class Remind:
             budget.limit = cfg.max_llm_calls
             self._replay(ctx, query, qvec, graph, walk, budget, expansion, trace)
         return self._rank(ctx, query, state, expansion, k, trace)
+
+    @staticmethod
+    def _trusted(ctx: Context, expansion: Expansion) -> bool:
+        mem = ctx.settings.memory
+        return (mem.enabled and ctx.settings.remind.trust_recall and bool(expansion.passages)
+                and min(s.weight for s in expansion.steps) >= mem.skip_above)
 
     # ------------------------------------------------------------------------------------------
     def _seeds(self, ctx: Context, graph: RemindGraph, trace: Trace) -> list[Node]:
@@ -100,7 +117,10 @@ class Remind:
         kept: list = []
         rejected: list = []
         info: dict = {}
-        if st.jumps == 0:
+        if st.recall_trusted:
+            # nothing new was checked (no judge): reinforcing would let a memory confirm itself
+            info["mode"] = "trusted recall: walk skipped, no update (no new evidence)"
+        elif st.jumps == 0:
             if st.sufficient and steps and cfg.zero_jump == "reinforce":
                 kept = [s.edge.key for s in steps]
                 info["mode"] = "zero-jump: memory alone was sufficient, recalled edges reinforced (R15)"
