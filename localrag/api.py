@@ -19,7 +19,7 @@ from localrag.store import Store
 from localrag.store.lock import writer_lock
 
 if TYPE_CHECKING:
-    from localrag.kg.builder import GraphProgress, GraphReport
+    from localrag.kg.run import GraphProgress, GraphReport
 
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction

@@ -194,7 +194,7 @@ class IndexCycle:
     trigger: ChangeBatch | None  # the change batch that caused it; None: start-up, resume or re-scan
     phase: str = "sync"  # "sync" | "graph"
     sync: SyncReport | None = None
-    graph: Any = None  # kg.builder.GraphReport
+    graph: Any = None  # kg.run.GraphReport
     error: str = ""
     stopped: bool = False  # interrupted (pause, shutdown, a newer change); a later cycle continues
 

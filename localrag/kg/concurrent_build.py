@@ -22,7 +22,8 @@ from localrag.llm.concurrent import in_flight
 from localrag.records import Passage
 
 if TYPE_CHECKING:
-    from localrag.kg.builder import GraphBuilder, GraphRun
+    from localrag.kg.builder import GraphBuilder
+    from localrag.kg.run import GraphRun
 
 
 def drain_in_flight(builder: "GraphBuilder", run: "GraphRun", concurrency: int) -> None:
