@@ -18,14 +18,13 @@ from localrag.kg.normalise import normalise_phrase, occurs_in
 from localrag.llm.jsoncall import call_json
 from localrag.memory import replay
 from localrag.memory.recall import Recall, recall_paths
-from localrag.llm.prompts_np import (NER_VERSION, TRACK_VERSION, ner_messages, ner_schema, track_messages,
-                                     track_schema)
-from localrag.records import Retrieval, ScoredPassage, Trace
+from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema, track_messages, track_schema
+from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.hybrid import hybrid_ranked, rrf
 from localrag.retrieve.ppr import entity_graph, ppr_ranked, query_seeds
-from localrag.retrieve.paths import Path, dedupe, first_hop, next_hop, path_docs, prune, render, with_coref, embed_text
+from localrag.retrieve.paths import Path, dedupe, first_hop, next_hop, path_docs, prune, render, embed_text
 
 FALLBACK_VALID = 3  # paths taken in embedding order when the model's choice is unusable
 BROAD_SHARE = 0.4  # a selection of more than this share of the shown paths is no selection
@@ -133,7 +132,6 @@ class NeuroPath:
 
     # ------------------------------------------------------------------------------------
     def _run(self, ctx: Context, query: str, k: int, trace: Trace) -> Retrieval:
-        cfg = ctx.settings.neuropath
         entities = query_entities(ctx, query, trace)
         seeds = link_seeds(ctx, entities)
         trace.step("seeds", seeds=[{"query": t, "entity": n, "id": e, "sim": round(s, 4)} for t, e, n, s in seeds])

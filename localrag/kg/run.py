@@ -1,0 +1,70 @@
+"""The state and figures of one graph run: progress events, the report, a server outage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from localrag.llm.base import LLMError
+
+
+@dataclass
+class GraphProgress:
+    done: int  # passages written in this run
+    total: int  # done + still queued
+    failed: int
+    fallback: int
+    path: str  # the passage just written (path:lines)
+    elapsed: float = 0.0  # seconds since the run started (rate and ETA come from it)
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        return (self.total - self.done) / self.rate if self.rate > 0 else None
+
+
+@dataclass
+class GraphReport:
+    passages: int = 0
+    facts_added: int = 0
+    failed: int = 0
+    fallback: int = 0
+    llm_calls: int = 0
+    seconds: float = 0.0
+    cached: int = 0  # passages whose model reply came from the extraction cache
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens llama.cpp reused from its KV cache
+    completion_tokens: int = 0
+    remaining: int = 0  # still queued when the run ended (stopped, or passages that keep failing)
+    stopped: bool = False
+    rejected: dict[str, int] = field(default_factory=dict)  # grounding rejections by reason
+    extractor: str = ""  # the extractor used ("auto" resolved) and why
+    concurrency: int = 1  # model calls in flight
+
+
+class ServerUnreachable(LLMError):
+    """The model server stopped answering mid-run. Every reply that came back was written; the
+    rest of the queue is untouched and the next run resumes it."""
+
+    def __init__(self, report: GraphReport, cause: BaseException):
+        super().__init__(f"graph extraction stopped: {cause} ({report.passages} passages written in this run, "
+                         f"{report.remaining} still queued: run the extraction again once the server is back "
+                         "and it resumes)")
+        self.report = report
+
+
+@dataclass
+class GraphRun:
+    """One run's state, shared by the sequential loop and the concurrent driver."""
+
+    report: GraphReport
+    progress: Callable[[GraphProgress], None] | None
+    should_stop: Callable[[], bool] | None
+    started: float
+    outage: BaseException | None = None  # the model server became unreachable
+
+    def stop_requested(self) -> bool:
+        return bool(self.should_stop and self.should_stop())
