@@ -7,6 +7,9 @@ each variant's settings and prints recall@2/@5, so completion defaults are chose
 like-for-like numbers (the tracking calls are the expensive part and run once).
 
     .venv/bin/python scripts/neuropath_refuse.py docs/results/musique100-dev-neuropath.json
+
+``--from-log DATA_DIR`` reads the same inputs from the query log of the data set's bench
+index instead (the traces of a run still in progress, or of one that was stopped).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import json
 from localrag.api import Assistant
 from localrag.bench.data import default_work_dir, doc_id_of, load_dataset
 from localrag.bench.metrics import recall_at_k
-from localrag.bench.runner import prepare_index
+from localrag.bench.runner import prepare_index, tracking_summary
 from localrag.records import Trace
+from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
 from localrag.retrieve.neuropath import CompletionInput, NeuroPath
 
@@ -32,19 +36,34 @@ VARIANTS: dict[str, dict] = {
     "rrf8[paths(fb x0.5), dense, ppr]": {},
     "rrf8[paths(fb x0.5), hybrid, ppr]": {"completion": "hybrid"},
     "rrf8[paths(fb x0), dense, ppr]": {"fallback_weight": 0.0},
+    "rrf8[paths(fb x0.5), hybrid]": {"completion": "hybrid", "graph_completion": "none"},
+    "rrf8[paths(fb x0), hybrid, ppr]": {"completion": "hybrid", "fallback_weight": 0.0},
+    "rrf8[paths, hybrid, ppr]": {"completion": "hybrid", "fallback_weight": 1.0},
     "rrf30[paths(fb x0.5), dense, ppr]": {"fuse_k": 30},
 }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("result", help="a bench result JSON with neuropath records")
+    ap.add_argument("result", nargs="?", help="a bench result JSON with neuropath records")
+    ap.add_argument("--from-log", metavar="DATA_DIR", help="read tracking from this data set's bench query log")
+    ap.add_argument("--ids", help="question ids file (with --from-log)")
     ap.add_argument("--k", type=int, default=10)
     args = ap.parse_args()
-    saved = json.load(open(args.result))
-    records = {r["id"]: r for r in saved["records"] if r["strategy"] == "neuropath"}
-    dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
+    if args.from_log:
+        dataset = load_dataset(args.from_log, args.ids, None)
+    else:
+        saved = json.load(open(args.result))
+        dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
     index, _ = prepare_index(dataset, default_work_dir(dataset), {"memory.enabled": False})
+    if args.from_log:
+        by_text = {q.question: q.id for q in dataset.questions}
+        records = {}
+        for row in reversed(index.store.calls.recent_queries(100_000)):  # oldest first: the latest run wins
+            if row.strategy == "neuropath" and row.text in by_text and row.trace.get("steps"):
+                records[by_text[row.text]] = {"tracking": tracking_summary(Trace("neuropath", row.trace["steps"]))}
+    else:
+        records = {r["id"]: r for r in saved["records"] if r["strategy"] == "neuropath"}
     ctx = Assistant(index).context()
     base = ctx.settings.neuropath
     strategy = NeuroPath()
@@ -65,12 +84,13 @@ def main() -> None:
         if rec is None:
             continue
         gold = q.gold_doc_ids
-        add("as run", rec["retrieved_doc_ids"], gold)
+        if "retrieved_doc_ids" in rec:
+            add("as run", rec["retrieved_doc_ids"], gold)
         add("hybrid(query)", distinct(hybrid_ranked(ctx, q.question, args.k)[0]), gold)
         t = rec.get("tracking") or {}
         for name, overrides in VARIANTS.items():
             if not t.get("seeds"):  # no query entity: the strategy's dense fallback, unchanged
-                add(name, rec["retrieved_doc_ids"], gold)
+                add(name, distinct(dense_ranked(ctx, q.question, args.k)), gold)
                 continue
             inp = CompletionInput(tuple(t.get("path_docs", [])), tuple(t.get("path_ends", [])), t.get("chain", ""),
                                   t.get("requirement", ""), bool(t.get("fallback")), tuple(t["seeds"]))

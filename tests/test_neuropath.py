@@ -244,3 +244,23 @@ def test_stand_in_paths_cited_by_the_answer_are_learned(graph_index):
     r = silent.ask(QUESTION, strategy="neuropath")
     assert next(s for s in r.retrieval.trace.steps if s["step"] == "memory_answer")["enhanced"] == 0
     assert graph_index.store.memory.count() == 0
+
+
+def test_common_nouns_from_ner_are_not_seeds(graph_index):
+    """A weak model's NER often returns 'river' or 'film': grounded in the question, but no name."""
+    from localrag.retrieve.neuropath import is_named
+
+    def respond(messages, schema, phase):
+        if phase == "ner":
+            return {"named_entities": ["river", "town", "Mira Okafor"]}
+        return scripted_two_rounds().respond(messages, schema, phase)
+
+    r = Assistant(graph_index, llm=ScriptedLLM(respond)).retrieve(QUESTION, "neuropath", 5)
+    ner = next(s for s in r.trace.steps if s["step"] == "ner")
+    assert ner["grounded"] == ["Mira Okafor"] and ner["generic"] == ["river", "town"]
+    assert [s["entity"] for s in next(s for s in r.trace.steps if s["step"] == "seeds")["seeds"]] == ["mira okafor"]
+    q = "Which film has the director who was born earlier, A Romance Of The Air or How Moscha Came Back?"
+    assert [e for e in ("film", "director", "A Romance Of The Air", "Moscha", "Which") if is_named(e, q)] == \
+        ["A Romance Of The Air", "Moscha"]
+    assert is_named("heron project", "who leads the heron project?")  # no capitals anywhere: no signal
+    assert is_named("1984", "Who wrote the novel published in 1984?")

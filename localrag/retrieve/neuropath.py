@@ -9,6 +9,7 @@ trace says so.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -81,7 +82,10 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
             else:
                 error = result.errors[-1] if result.errors else "no reply"
         grounded = [e for e in cached if normalise_phrase(e) and occurs_in(normalise_phrase(e), norm_q)]
-        trace.step("ner", model=cached, grounded=grounded, **({"error": error} if error else {}))
+        generic = [e for e in grounded if not is_named(e, query)]
+        grounded = [e for e in grounded if e not in generic]
+        trace.step("ner", model=cached, grounded=grounded, **({"generic": generic} if generic else {}),
+                   **({"error": error} if error else {}))
         found, source = grounded, "llm"
     if not found and mode in ("rules", "llm+rules"):
         from localrag.kg.spans import find_spans
@@ -91,6 +95,25 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
     unique = list(dict.fromkeys(e for e in found if normalise_phrase(e)))
     trace.step("query_entities", entities=unique, source=source)
     return unique
+
+
+_WORD = re.compile(r"[^\W_]+")
+_FUNCTION_WORDS = frozenset("a an and at by for from in of on or the to with".split())
+
+
+def is_named(entity: str, question: str) -> bool:
+    """Whether ``entity`` is a name in ``question``, not a common noun a weak model called an entity.
+
+    A name has a capitalised word or a digit where the question says it (the question's first
+    word and function words do not count: their capital is grammar). A question written with
+    no capitals anywhere gives no such signal, so every entity counts as named there.
+    """
+    words = _WORD.findall(question)
+    signal = {w.lower() for i, w in enumerate(words) if i > 0 and w.lower() not in _FUNCTION_WORDS
+              and (w[0].isupper() or any(ch.isdigit() for ch in w))}
+    if not any(ch.isupper() for ch in question[1:]) and not any(ch.isdigit() for ch in question):
+        return True
+    return any(t.lower() in signal for t in _WORD.findall(entity))
 
 
 def _validate_ner(data: dict) -> str | None:
