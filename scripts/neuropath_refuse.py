@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from pathlib import Path
 
 from localrag.api import Assistant
 from localrag.bench.data import default_work_dir, doc_id_of, load_dataset
@@ -29,17 +30,18 @@ from localrag.retrieve.neuropath import CompletionInput, NeuroPath
 
 # name -> NeuroPathSettings overrides
 VARIANTS: dict[str, dict] = {
-    "paths-first (paper)": {"merge": "paths-first", "graph_completion": "none"},
-    "rrf8[paths, dense]": {"graph_completion": "none", "fallback_weight": 1.0},
-    "rrf8[paths(fb x0.5), dense]": {"graph_completion": "none"},
-    "rrf8[paths, dense, ppr]": {"fallback_weight": 1.0},
-    "rrf8[paths(fb x0.5), dense, ppr]": {},
-    "rrf8[paths(fb x0.5), hybrid, ppr]": {"completion": "hybrid"},
-    "rrf8[paths(fb x0), dense, ppr]": {"fallback_weight": 0.0},
-    "rrf8[paths(fb x0.5), hybrid]": {"completion": "hybrid", "graph_completion": "none"},
-    "rrf8[paths(fb x0), hybrid, ppr]": {"completion": "hybrid", "fallback_weight": 0.0},
-    "rrf8[paths, hybrid, ppr]": {"completion": "hybrid", "fallback_weight": 1.0},
-    "rrf30[paths(fb x0.5), dense, ppr]": {"fuse_k": 30},
+    "paths-first (paper)": {"merge": "paths-first", "completion": "dense", "graph_completion": "none"},
+    "rrf8[paths, dense]": {"completion": "dense", "graph_completion": "none", "fallback_weight": 1.0},
+    "rrf8[paths(fb x0.5), dense]": {"completion": "dense", "graph_completion": "none", "fallback_weight": 0.5},
+    "rrf8[paths(fb x0.5), hybrid]": {"completion": "hybrid", "graph_completion": "none", "fallback_weight": 0.5},
+    "rrf8[paths, dense, ppr]": {"completion": "dense", "graph_completion": "ppr", "fallback_weight": 1.0},
+    "rrf8[paths(fb x0.5), dense, ppr]": {"completion": "dense", "graph_completion": "ppr", "fallback_weight": 0.5},
+    "rrf8[paths(fb x0), dense, ppr]": {"completion": "dense", "graph_completion": "ppr", "fallback_weight": 0.0},
+    "rrf8[paths, hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 1.0},
+    "rrf8[paths(fb x0.5), hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 0.5},
+    "rrf8[paths(fb x0), hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 0.0},
+    "rrf30[paths(fb x0.5), hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 0.5,
+                                           "fuse_k": 30},
 }
 
 
@@ -48,6 +50,7 @@ def main() -> None:
     ap.add_argument("result", nargs="?", help="a bench result JSON with neuropath records")
     ap.add_argument("--from-log", metavar="DATA_DIR", help="read tracking from this data set's bench query log")
     ap.add_argument("--ids", help="question ids file (with --from-log)")
+    ap.add_argument("--work", help="the bench work dir (default: the result's, else the data set's default)")
     ap.add_argument("--k", type=int, default=10)
     args = ap.parse_args()
     if args.from_log:
@@ -55,7 +58,9 @@ def main() -> None:
     else:
         saved = json.load(open(args.result))
         dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
-    index, _ = prepare_index(dataset, default_work_dir(dataset), {"memory.enabled": False})
+    # passage ids are only meaningful in the index the run used
+    work = args.work or (None if args.from_log else saved.get("index", {}).get("work_dir"))
+    index, _ = prepare_index(dataset, Path(work) if work else default_work_dir(dataset), {"memory.enabled": False})
     if args.from_log:
         by_text = {q.question: q.id for q in dataset.questions}
         records = {}
@@ -94,7 +99,7 @@ def main() -> None:
                 continue
             inp = CompletionInput(tuple(t.get("path_docs", [])), tuple(t.get("path_ends", [])), t.get("chain", ""),
                                   t.get("requirement", ""), bool(t.get("fallback")), tuple(t["seeds"]))
-            ctx.settings.neuropath = dataclasses.replace(base, **overrides)
+            ctx.settings.neuropath = dataclasses.replace(base, **({"merge": "fused", "fuse_k": 8} | overrides))
             retrieval = strategy.fuse(ctx, q.question, inp, args.k, Trace("neuropath"))
             ctx.settings.neuropath = base
             add(name, distinct([(sp.passage.id, sp.score) for sp in retrieval.passages]), gold)
