@@ -29,19 +29,24 @@ from localrag.retrieve.hybrid import hybrid_ranked
 from localrag.retrieve.neuropath import CompletionInput, NeuroPath
 
 # name -> NeuroPathSettings overrides
+def _v(completion: str, graph: str, paths: float, fallback: float, **more) -> dict:
+    return {"completion": completion, "graph_completion": graph, "path_weight": paths, "fallback_weight": fallback,
+            **more}
+
+
 VARIANTS: dict[str, dict] = {
-    "paths-first (paper)": {"merge": "paths-first", "completion": "dense", "graph_completion": "none"},
-    "rrf8[paths, dense]": {"completion": "dense", "graph_completion": "none", "fallback_weight": 1.0},
-    "rrf8[paths(fb x0.5), dense]": {"completion": "dense", "graph_completion": "none", "fallback_weight": 0.5},
-    "rrf8[paths(fb x0.5), hybrid]": {"completion": "hybrid", "graph_completion": "none", "fallback_weight": 0.5},
-    "rrf8[paths, dense, ppr]": {"completion": "dense", "graph_completion": "ppr", "fallback_weight": 1.0},
-    "rrf8[paths(fb x0.5), dense, ppr]": {"completion": "dense", "graph_completion": "ppr", "fallback_weight": 0.5},
-    "rrf8[paths(fb x0), dense, ppr]": {"completion": "dense", "graph_completion": "ppr", "fallback_weight": 0.0},
-    "rrf8[paths, hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 1.0},
-    "rrf8[paths(fb x0.5), hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 0.5},
-    "rrf8[paths(fb x0), hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 0.0},
-    "rrf30[paths(fb x0.5), hybrid, ppr]": {"completion": "hybrid", "graph_completion": "ppr", "fallback_weight": 0.5,
-                                           "fuse_k": 30},
+    "paths-first (paper)": _v("dense", "none", 1.0, 1.0, merge="paths-first"),
+    "rrf8[paths, dense]": _v("dense", "none", 1.0, 1.0),
+    "rrf8[paths(fb x0.5), dense]": _v("dense", "none", 1.0, 0.5),
+    "rrf8[paths(fb x0.5), hybrid]": _v("hybrid", "none", 1.0, 0.5),
+    "rrf8[paths, dense, ppr]": _v("dense", "ppr", 1.0, 1.0),
+    "rrf8[paths(fb x0.5), dense, ppr]": _v("dense", "ppr", 1.0, 0.5),
+    "rrf8[paths, hybrid, ppr]": _v("hybrid", "ppr", 1.0, 1.0),
+    "rrf8[paths(fb x0.5), hybrid, ppr]": _v("hybrid", "ppr", 1.0, 0.5),
+    "rrf8[paths x0.5, hybrid, ppr]": _v("hybrid", "ppr", 0.5, 0.5),
+    "rrf8[paths x0.5 (fb x0.3), hybrid, ppr]": _v("hybrid", "ppr", 0.5, 0.3),
+    "rrf8[paths x0.3, hybrid, ppr]": _v("hybrid", "ppr", 0.3, 0.3),
+    "rrf30[paths x0.5 (fb x0.3), hybrid, ppr]": _v("hybrid", "ppr", 0.5, 0.3, fuse_k=30),
 }
 
 

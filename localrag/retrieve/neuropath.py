@@ -294,8 +294,8 @@ class NeuroPath:
         With ``merge = "fused"`` the path documents, the completion hits and (``graph_completion
         = "ppr"``) a personalised PageRank restarting at the query's entities and at the open
         ends of the valid paths are fused by reciprocal rank; the path list counts
-        ``fallback_weight`` when the model's choice was unusable (the paths are then only the
-        embedding order's guess).
+        ``path_weight``, or ``fallback_weight`` when the model's choice was unusable (the paths
+        are then only the embedding order's guess).
         """
         cfg = ctx.settings.neuropath
         docs = list(inp.docs)
@@ -305,7 +305,7 @@ class NeuroPath:
             completion, _ = hybrid_ranked(ctx, text, pool)
         else:
             completion = dense_ranked(ctx, text, pool)
-        path_weight = cfg.fallback_weight if inp.fallback else 1.0
+        path_weight = cfg.fallback_weight if inp.fallback else cfg.path_weight
         graph_info: dict = {}
         if cfg.merge == "fused":
             lists, weights = [[(d, 1.0) for d in docs], completion], [path_weight, 1.0]
