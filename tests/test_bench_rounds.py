@@ -46,9 +46,9 @@ TRIPLES = {
 }
 QUESTIONS = [  # A = the first two, B = the last two
     ("qa1", "Where is the project led by Mira Okafor hosted?", ["Vessby"], [1, 2]),
-    ("qa2", "What does the bakery on Mill Street sell?", ["plum cake"], [4, 5]),
+    ("qa2", "What does the Bakery on Mill Street sell?", ["plum cake"], [4, 5]),  # names are capitalised:
     ("qb1", "Which river does Vessby lie on?", ["river Orle"], [3]),
-    ("qb2", "What is plum cake baked with?", ["plums"], [5]),
+    ("qb2", "What is Plum Cake baked with?", ["plums"], [5]),  # NeuroPath drops common nouns
 ]
 ENTITIES = ["Mira Okafor", "bakery", "Vessby", "plum cake", "Heron project"]
 ANSWERS = {"Mira Okafor": "Vessby", "bakery": "plum cake", "Vessby": "the river Orle", "plum cake": "plums"}
