@@ -102,8 +102,7 @@ def main() -> None:
             if not t.get("seeds"):  # no query entity: the strategy's dense fallback, unchanged
                 add(name, distinct(dense_ranked(ctx, q.question, args.k)), gold)
                 continue
-            inp = CompletionInput(tuple(t.get("path_docs", [])), tuple(t.get("path_ends", [])), t.get("chain", ""),
-                                  t.get("requirement", ""), bool(t.get("fallback")), tuple(t["seeds"]))
+            inp = CompletionInput.from_tracking(t)
             ctx.settings.neuropath = dataclasses.replace(base, **({"merge": "fused", "fuse_k": 8} | overrides))
             retrieval = strategy.fuse(ctx, q.question, inp, args.k, Trace("neuropath"))
             ctx.settings.neuropath = base

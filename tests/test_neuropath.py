@@ -215,8 +215,7 @@ def test_a_bench_record_replays_to_the_same_ranking(graph_index):
     r = a.retrieve(QUESTION, "neuropath", 5)
     t = tracking_summary(r.trace)
     assert t["path_docs"] and t["seeds"] and "chain" in t and t["fallback"] is False
-    inp = CompletionInput(tuple(t["path_docs"]), tuple(t["path_ends"]), t["chain"], t["requirement"],
-                          t["fallback"], tuple(t["seeds"]))
+    inp = CompletionInput.from_tracking(t)
     again = NeuroPath().fuse(a.context(), QUESTION, inp, 5, Trace("neuropath"))
     assert [sp.passage.id for sp in again.passages] == [sp.passage.id for sp in r.passages]
     assert tracking_summary(Assistant(graph_index, llm=object()).retrieve(QUESTION, "hybrid", 5).trace) == {}

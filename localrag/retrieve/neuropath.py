@@ -58,6 +58,12 @@ class CompletionInput:
     seeds: tuple[int, ...] = ()  # the query's linked entities
 
     @classmethod
+    def from_tracking(cls, t: dict) -> "CompletionInput":
+        """From a bench record's ``tracking`` (``bench.runner.tracking_summary`` of the trace)."""
+        return cls(tuple(t.get("path_docs", [])), tuple(t.get("path_ends", [])), t.get("chain", ""),
+                   t.get("requirement", ""), bool(t.get("fallback")), tuple(t.get("seeds", [])))
+
+    @classmethod
     def of(cls, state: TrackState, seeds: Sequence[int] = ()) -> "CompletionInput":
         return cls(tuple(path_docs(state.valid)), tuple(sorted({p.link for p in state.valid})), state.chain,
                    state.requirement, state.fallback, tuple(seeds))
@@ -287,11 +293,12 @@ class NeuroPath:
         """Post-retrieval completion (b.3) of a tracking run; see ``fuse``."""
         return self.fuse(ctx, query, CompletionInput.of(state, seeds), k, trace, qvec)
 
-    def fuse(self, ctx: Context, query: str, inp: "CompletionInput", k: int, trace: Trace,
+    def fuse(self, ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
              qvec: np.ndarray | None = None) -> Retrieval:
-        """Path documents first, then dense hits for query + chain + requirement.
+        """Rank path documents with completion hits for query + chain + requirement.
 
-        With ``merge = "fused"`` the path documents, the completion hits and (``graph_completion
+        ``merge = "paths-first"`` (the paper): path documents, then the completion hits. With
+        ``merge = "fused"`` the path documents, the completion hits and (``graph_completion
         = "ppr"``) a personalised PageRank restarting at the query's entities and at the open
         ends of the valid paths are fused by reciprocal rank; the path list counts
         ``path_weight``, or ``fallback_weight`` when the model's choice was unusable (the paths
@@ -329,7 +336,7 @@ class NeuroPath:
         return Retrieval(query, passages, trace)
 
     @staticmethod
-    def _graph_list(ctx: Context, query: str, qvec: np.ndarray | None, inp: "CompletionInput",
+    def _graph_list(ctx: Context, query: str, qvec: np.ndarray | None, inp: CompletionInput,
                     pool: int) -> tuple[list[tuple[int, float]], dict]:
         """PPR over the entity graph from the query's entities plus the valid paths' open ends."""
         eg = entity_graph(ctx.store)
