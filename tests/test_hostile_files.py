@@ -169,9 +169,9 @@ def trap_folder(tmp_path: Path) -> Path:
 def test_trap_folder_skips_each_with_a_reason(trap_folder: Path, settings_for, embedder, monkeypatch) -> None:
     root = trap_folder
     opened: list[str] = []
-    real_open = Path.open
+    real_open = loaders.open_regular
 
-    def hostile_open(self: Path, mode: str = "r", *args, **kwargs):
+    def hostile_open(self: Path, *args, **kwargs):
         opened.append(self.name)
         if self.name == "locked.md":
             # running as root, a mode-000 file is readable: simulate what a normal user gets
@@ -180,9 +180,9 @@ def test_trap_folder_skips_each_with_a_reason(trap_folder: Path, settings_for, e
             self.unlink()  # deleted between the folder walk and the read
         if self.name == "flaky.md":
             raise OSError(5, "Input/output error", str(self))
-        return real_open(self, mode, *args, **kwargs)
+        return real_open(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", hostile_open)
+    monkeypatch.setattr(loaders, "open_regular", hostile_open)
     if os.geteuid() != 0:
         (root / "locked.md").chmod(0)
     idx = Index(settings_for(root), embedder)

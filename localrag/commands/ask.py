@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from localrag.commands.common import console, err_console, settings_from
+from localrag.commands.common import UsageError, UserError, check_strategy, console, err_console, settings_from
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -29,11 +29,15 @@ def run(args: argparse.Namespace) -> int:
     from localrag.api import Assistant, Index
     from localrag.store.lock import LockBusy
 
+    if not args.question.strip():
+        raise UsageError("the question is empty: ask `localrag ask \"your question\"`")
+    check_strategy(args.strategy)
+    if args.top_k is not None and args.top_k < 1:
+        raise UsageError(f"--top-k must be at least 1, not {args.top_k}")
     extra = {"memory.enabled": False} if args.no_memory else {}
     settings = settings_from(args, args.folder, **extra)
     if not settings.db_path.exists() and args.no_sync:
-        console.print(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
-        return 1
+        raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
     index = Index(settings)
     try:
         if not args.no_sync:

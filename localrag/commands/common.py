@@ -1,24 +1,64 @@
-"""Shared helpers for commands: settings from flags, error reporting, output."""
+"""Shared helpers for commands: settings from flags, argument checks, error reporting, output."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from localrag.config import ConfigError, Settings, load_settings
 
 console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# messages on stderr are never wrapped: one error is one line, whatever the terminal width
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+USAGE_EXIT = 2  # the command line itself is wrong (argparse uses 2 too)
+FAILURE_EXIT = 1  # the command was right but could not be carried out
 
 
 class UserError(Exception):
-    """An error with a message meant for the user (no traceback)."""
+    """An error with a message meant for the user (no traceback); exit 1."""
 
 
-def settings_from(args: argparse.Namespace, folder: str | None = None, **extra: Any) -> Settings:
+class UsageError(UserError):
+    """A mistake in the command line (a missing folder, an unknown strategy, an empty question); exit 2."""
+
+
+def check_folder(folder: str | os.PathLike[str]) -> Path:
+    """The notes folder, if it exists and is a directory; a UsageError otherwise (before any work)."""
+    path = Path(folder).expanduser()
+    try:
+        if path.is_dir():
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise UsageError(f"cannot read the notes folder {path}: permission denied")
+            return path
+        exists = path.exists() or path.is_symlink()
+    except OSError as exc:
+        raise UsageError(f"cannot use the notes folder {path}: {exc.strerror or exc}") from exc
+    if exists:
+        raise UsageError(f"{path} is a file, not a folder: give the folder that holds your notes")
+    raise UsageError(f"notes folder not found: {path}")
+
+
+def check_strategy(name: str | None) -> None:
+    """An unknown strategy name is a usage error, found before the folder is synced."""
+    if name is None or name == "auto":
+        return
+    from localrag.retrieve import strategy_names
+
+    names = strategy_names()
+    if name not in names:
+        raise UsageError(f"unknown strategy {name!r}; choose one of: auto, {', '.join(names)}")
+
+
+def settings_from(args: argparse.Namespace, folder: str | None = None, *, check: bool = True, **extra: Any) -> Settings:
+    """Settings for ``folder`` (checked to be an existing directory unless ``check`` is False)."""
     overrides: dict[str, Any] = {
         "db": getattr(args, "db", None),
         "llm.model": getattr(args, "model", None),
@@ -28,8 +68,10 @@ def settings_from(args: argparse.Namespace, folder: str | None = None, **extra: 
         "llm.index_model": getattr(args, "index_model", None),
     }
     overrides.update(extra)
-    return load_settings(folder if folder is not None else getattr(args, "folder", None) or ".",
-                         overrides, config_file=getattr(args, "config", None))
+    folder = folder if folder is not None else getattr(args, "folder", None) or "."
+    if check:
+        check_folder(folder)
+    return load_settings(folder, overrides, config_file=getattr(args, "config", None))
 
 
 def add_folder(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -37,30 +79,52 @@ def add_folder(p: argparse.ArgumentParser, required: bool = False) -> None:
                    help="notes folder" + ("" if required else " (default: current folder)"))
 
 
-def run_command(args: argparse.Namespace) -> int:
+def debug_enabled(args: argparse.Namespace | None = None) -> bool:
+    env = os.environ.get("LOCALRAG_DEBUG", "").strip().lower()
+    return bool(getattr(args, "debug", False)) or env not in ("", "0", "false", "no", "off")
+
+
+def print_error(message: str) -> None:
+    """``error: …`` on stderr as exactly one line."""
+    line = " ".join(message.splitlines()).strip() or "unknown error"
+    err_console.print(Text.assemble(("error:", "bold red"), " ", line))
+
+
+def describe_error(exc: BaseException) -> tuple[int, str]:
+    """(exit code, one-line message) for an exception that reached the command line."""
     from localrag.api import EmptyIndexError
     from localrag.embed import EmbedderError
     from localrag.llm.base import LLMError
     from localrag.store import StoreError
+    from localrag.store.connection import database_error_message
     from localrag.store.lock import LockBusy
 
+    if isinstance(exc, UsageError):
+        return USAGE_EXIT, str(exc)
+    if isinstance(exc, (UserError, ConfigError, StoreError, LLMError, EmbedderError, EmptyIndexError, LockBusy)):
+        return FAILURE_EXIT, str(exc)
+    message = database_error_message(exc)
+    if message is not None:
+        return FAILURE_EXIT, message
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return FAILURE_EXIT, f"{exc.strerror or exc}{where}"
+    return FAILURE_EXIT, (f"unexpected {type(exc).__name__}: {exc} (a bug: run again with --debug for the "
+                          "traceback and report it)")
+
+
+def run_command(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
-    except (UserError, ConfigError, StoreError, LLMError, EmbedderError, EmptyIndexError, LockBusy,
-            FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
-        return 1
-    except Exception as exc:
-        from localrag.store.connection import database_error_message
-
-        message = database_error_message(exc)
-        if message is None:
-            raise
-        err_console.print(f"[bold red]error:[/] {message}")
-        return 1
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
+    except Exception as exc:
+        if debug_enabled(args):
+            traceback.print_exc(file=sys.stderr)
+        code, message = describe_error(exc)
+        print_error(message)
+        return code
 
 
 def human_bytes(n: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from localrag.commands.common import add_folder, console, err_console, settings_from
@@ -52,19 +53,26 @@ def run(args: argparse.Namespace) -> int:
             bar.update(scan, completed=1, total=1)
             if report.embedded:
                 bar.update(embed, completed=report.embedded, total=report.embedded)
-        console.print(
-            f"{report.files_seen} files: {report.added} added, {report.updated} changed, {report.moved} moved, "
-            f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped · "
-            f"passages +{report.passages_added} −{report.passages_removed} (kept {report.passages_kept}) · "
-            f"embedded {report.embedded}, reused {report.vectors_reused} · {report.seconds:.1f}s"
-        )
+        console.print(escape(sync_summary(report)))
         for s in report.skipped:
-            console.print(f"  [yellow]skipped[/] {s.path}: {s.reason} — {s.detail}")
+            console.print(f"  [yellow]skipped[/] {escape(s.path)}: {escape(s.reason)} — {escape(s.detail)}")
         if not args.no_graph and hasattr(index, "extract_graph") and settings.index.extractor != "none":
             _graph_phase(index, args.quiet)
     finally:
         index.close()
     return 0
+
+
+def sync_summary(report) -> str:
+    """One line whose file counts add up to the files seen; removals (files gone) are counted apart."""
+    parts = [(report.added, "added"), (report.updated, "changed"), (report.touched, "touched (same content)"),
+             (report.moved, "moved"), (report.unchanged, "unchanged"), (len(report.skipped), "skipped"),
+             (report.deferred, "left for the next run")]
+    counts = ", ".join(f"{n} {label}" for n, label in parts if n or label in ("added", "unchanged", "skipped"))
+    removed = f" · {report.removed} removed (gone from the folder)" if report.removed else ""
+    return (f"{report.files_seen} files: {counts}{removed} · passages +{report.passages_added} "
+            f"−{report.passages_removed} (kept {report.passages_kept}) · embedded {report.embedded}, reused "
+            f"{report.vectors_reused} · {report.seconds:.1f}s")
 
 
 # Another process's graph phase that has just found its queue empty lets go of the lock within

@@ -7,7 +7,7 @@ import json
 
 from rich.table import Table
 
-from localrag.commands.common import add_folder, console, human_bytes, settings_from
+from localrag.commands.common import UserError, add_folder, console, human_bytes, settings_from
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -24,8 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from(args, args.folder)
     if not settings.db_path.exists():
-        console.print(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
-        return 1
+        raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
     index = Index(settings)
     try:
         st = index.status()

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import html.parser
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 TEXT_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "rst", ".org": "org",
               ".html": "html", ".htm": "html", ".pdf": "pdf"}
@@ -21,6 +25,7 @@ PDF_ERROR = "pdf-error"
 UNSUPPORTED = "unsupported"
 VANISHED = "vanished"
 NOT_REGULAR = "not-a-regular-file"
+FAILED = "error"  # an unexpected failure while indexing the file (the rest of the folder goes on)
 
 
 class SkipFile(Exception):
@@ -45,7 +50,20 @@ class LoadedText:
         return self.line_map[min(text_line, len(self.line_map)) - 1]
 
 
-def read_bytes(path: Path, max_bytes: int) -> bytes:
+def open_regular(path: Path, follow_symlinks: bool = True) -> BinaryIO:
+    """Open for reading without blocking on a FIFO (and, if asked, without following a symlink)."""
+    extra = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    if not follow_symlinks:
+        extra |= getattr(os, "O_NOFOLLOW", 0)
+    return open(path, "rb", opener=lambda name, flags: os.open(name, flags | extra))
+
+
+def read_bytes(path: Path, max_bytes: int, *, follow_symlinks: bool = True) -> bytes:
+    """At most ``max_bytes`` of a regular file; the type and size are checked again on the open file.
+
+    A file swapped for a FIFO, a device or a folder after the folder was listed is refused, not
+    waited on; with ``follow_symlinks=False`` one swapped for a symlink is refused too.
+    """
     try:
         size = path.stat().st_size
     except FileNotFoundError as exc:
@@ -55,13 +73,22 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
     if size > max_bytes:
         raise SkipFile(TOO_LARGE, f"{size:,} bytes is over the limit of {max_bytes:,} (index.max_file_bytes)")
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, follow_symlinks) as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise SkipFile(NOT_REGULAR, "not a regular file (replaced by a folder, FIFO, socket or device?)")
+            if st.st_size > max_bytes:
+                raise SkipFile(TOO_LARGE, f"grew past the limit of {max_bytes:,} bytes before it was read")
             data = fh.read(max_bytes + 1)
     except FileNotFoundError as exc:
         raise SkipFile(VANISHED, "the file disappeared before it could be read") from exc
     except PermissionError as exc:
         raise SkipFile(UNREADABLE, "permission denied") from exc
+    except IsADirectoryError as exc:
+        raise SkipFile(NOT_REGULAR, "not a regular file (replaced by a folder?)") from exc
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SkipFile(NOT_REGULAR, "it became a symlink after the folder was listed") from exc
         raise SkipFile(UNREADABLE, exc.strerror or str(exc)) from exc
     if len(data) > max_bytes:
         raise SkipFile(TOO_LARGE, f"grew past the limit of {max_bytes:,} bytes while being read")

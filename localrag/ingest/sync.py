@@ -24,11 +24,12 @@ import numpy as np
 from localrag.config import IndexSettings
 from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk, chunk_text
-from localrag.ingest.loaders import LoadedText, SkipFile, load_data, read_bytes
+from localrag.ingest.loaders import FAILED, LoadedText, SkipFile, load_data, read_bytes
 from localrag.ingest.walker import FoundFile, walk
 from localrag.kg.signals import note_link_hrefs
 from localrag.records import SkippedFile
 from localrag.store import Store
+from localrag.store.connection import is_database_failure
 from localrag.store.documents import NewPassage
 
 
@@ -56,6 +57,14 @@ class SyncReport:
     embedded: int = 0
     vectors_reused: int = 0
     seconds: float = 0.0
+    still_skipped: int = 0  # skipped before and unchanged since: not retried (reasons in `localrag status`)
+    deferred: int = 0  # left for the next run: the sync was asked to stop
+
+    @property
+    def accounted(self) -> int:
+        """Files seen, counted by outcome; equals ``files_seen`` (``removed`` counts documents, not files seen)."""
+        return (self.added + self.updated + self.touched + self.moved + self.unchanged + len(self.skipped)
+                + self.still_skipped + self.deferred)
 
     @property
     def changed(self) -> bool:
@@ -108,10 +117,12 @@ def sync_folder(
         if doc is not None and doc.size == f.size and doc.mtime_ns == f.mtime_ns:
             report.unchanged += 1
         elif doc is None and skip_state.get(f.rel) == (f.size, f.mtime_ns):
-            report.unchanged += 1  # still the same unreadable file: don't retry
+            report.still_skipped += 1  # still the same unreadable file: don't retry
         else:
             todo.append(f)
-    vanished = {path: doc for path, doc in docs.items() if path not in seen}
+    # a folder that could not be listed hides its files for now: they are not taken for deleted
+    unlisted = tuple(r.rel + "/" for r in rejected if r.unlisted_dir)
+    vanished = {path: doc for path, doc in docs.items() if path not in seen and not path.startswith(unlisted)}
     vanished_by_sha: dict[str, list[str]] = defaultdict(list)
     for path, doc in vanished.items():
         vanished_by_sha[doc.sha256].append(path)
@@ -123,9 +134,16 @@ def sync_folder(
     with _EmbedPipeline(store, embedder, settings, report, emit) as pipeline:
         for i, f in enumerate(todo):
             if should_stop and should_stop():
+                report.deferred = len(todo) - i
                 break
             emit(Progress("scan", i, len(todo), f.rel))
-            plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
+            try:
+                plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
+            except Exception as exc:  # one bad file never stops the folder
+                if is_database_failure(exc):
+                    raise
+                _record_failure(store, f, exc, report)
+                continue
             if plan is None:
                 continue
             plans.append(plan)
@@ -148,6 +166,8 @@ def sync_folder(
             report.removed += 1
             report.passages_removed += n
         for path in set(skip_state) - seen:
+            if path.startswith(unlisted):
+                continue
             with store.transaction():
                 store.docs.clear_skip(path)
     report.seconds = time.perf_counter() - started
@@ -199,8 +219,21 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
 
 
 def _load(f: FoundFile, settings: IndexSettings) -> tuple[str, LoadedText]:
-    data = read_bytes(f.path, settings.max_file_bytes)
-    return hashlib.sha256(data).hexdigest(), load_data(f.path, data)
+    # f.path is a regular file or a symlink's resolved target: a symlink there now was swapped in
+    data = read_bytes(f.path, settings.max_file_bytes, follow_symlinks=False)
+    return hashlib.sha256(data).hexdigest(), load_data(Path(f.rel), data)  # the title falls back to the display name
+
+
+def _record_failure(store: Store, f: FoundFile, exc: Exception, report: SyncReport) -> None:
+    """A file whose indexing failed unexpectedly: skipped with the error, its old version (if any) kept."""
+    detail = f"{type(exc).__name__}: {exc}"[:300]
+    try:
+        with store.transaction():
+            store.docs.record_skip(f.rel, f.size, f.mtime_ns, FAILED, detail)
+    except Exception as record_exc:
+        if is_database_failure(record_exc):
+            raise
+    report.skipped.append(SkippedFile(f.rel, FAILED, detail))
 
 
 class _EmbedPipeline:
@@ -256,7 +289,24 @@ class _EmbedPipeline:
         self.report.embedded += len(missing)
         self.emit(Progress("embed", self.report.embedded, self.report.embedded))
         for plan in plans:
-            _write_file(self.store, plan, vectors, self.report)
+            _write_guarded(self.store, plan, vectors, self.report)
+
+
+_WRITE_COUNTS = ("added", "updated", "passages_added", "passages_kept", "passages_removed")
+
+
+def _write_guarded(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], report: SyncReport) -> None:
+    """Write one file; an unexpected failure rolls back that file only and records it as skipped."""
+    delta = SyncReport()
+    try:
+        _write_file(store, plan, vectors, delta)
+    except Exception as exc:
+        if is_database_failure(exc):
+            raise
+        _record_failure(store, plan.found, exc, report)
+        return
+    for name in _WRITE_COUNTS:
+        setattr(report, name, getattr(report, name) + getattr(delta, name))
 
 
 def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], report: SyncReport) -> None:

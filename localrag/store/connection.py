@@ -149,5 +149,15 @@ def database_error_message(exc: BaseException) -> str | None:
     return f"the index database could not be used ({text}); if this persists, run `localrag doctor`"
 
 
+def is_database_failure(exc: BaseException) -> bool:
+    """An error of the index itself (damage, disk full, locked, read-only) rather than of one file's data:
+    such an error stops a sync instead of being recorded against the file being indexed."""
+    if isinstance(exc, StoreError):
+        return True
+    if _DRIVER is None or not isinstance(exc, _DRIVER.DatabaseError):
+        return False
+    return not isinstance(exc, (_DRIVER.IntegrityError, _DRIVER.DataError, _DRIVER.ProgrammingError))
+
+
 def vec_version(conn: Any) -> str:
     return str(conn.execute("SELECT vec_version()").fetchone()[0])
