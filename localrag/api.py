@@ -20,6 +20,7 @@ from localrag.store.lock import writer_lock
 
 if TYPE_CHECKING:
     from localrag.kg.run import GraphProgress, GraphReport
+    from localrag.store.health import HealthCheck
 
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction
@@ -79,6 +80,13 @@ class Index:
         db = self.settings.db_path
         with writer_lock(db if str(db) == ":memory:" else Path(str(db) + "-graph"), wait_s=wait_s):
             return GraphBuilder(self.store, self.embedder, self.settings, llm=llm).run(progress, should_stop)
+
+    def check_health(self, force: bool = False) -> "HealthCheck":
+        """SQLite's quick_check when damage is suspected or the periodic check is due (``force``: always);
+        a StoreError pointing at `localrag doctor --repair` when it fails."""
+        check = self.store.check_if_due(force)
+        check.raise_if_damaged(self.settings.db_path)
+        return check
 
     def graph_figures(self) -> dict[str, int]:
         """Graph size and extraction state, for `localrag status` and the TUI."""

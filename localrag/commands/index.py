@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args, args.folder, **extra)
     index = Index(settings)
     try:
+        check = index.check_health()
+        if check.ran and not args.quiet:
+            err_console.print(f"[dim]index database checked: {escape(check.describe())}[/]")
         with progress_bar(args.quiet) as bar:
             scan = bar.add_task("files", total=None, rate="")
             embed = bar.add_task("embedded", total=None, rate="", visible=False)

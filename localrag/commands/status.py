@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from rich.markup import escape
 from rich.table import Table
 
 from localrag.commands.common import UserError, add_folder, console, human_bytes, settings_from
@@ -14,6 +15,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("status", parents=[common], help="what is indexed, what was skipped and why")
     add_folder(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--check", action="store_true",
+                   help="run SQLite's quick_check now (it also runs by itself after an unclean exit, when the file "
+                   "changed behind localrag's back, and once a day)")
     p.set_defaults(func=run)
 
 
@@ -27,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
     index = Index(settings)
     try:
+        check = index.check_health(force=args.check)
         st = index.status()
     finally:
         index.close()
@@ -42,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
             "folder": st.folder, "db": st.db_path, "db_bytes": st.db_bytes, "documents": st.documents,
             "passages": st.passages, "embedded": st.embedded, "embedder": st.embedder, "model": model,
             "schema_version": st.schema_version, "graph": st.extra,
+            "check": {"ran": check.ran, "result": check.result, "due": check.due, "seconds": round(check.seconds, 3)},
             "skipped": [{"path": s.path, "reason": s.reason, "detail": s.detail} for s in st.skipped],
         }, indent=2))
         return 0
@@ -56,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         t.add_row(key.replace("_", " "), str(value))
     t.add_row("model", model)
     t.add_row("skipped", str(len(st.skipped)))
+    t.add_row("check", escape(check.describe()))
     console.print(t)
     if st.skipped:
         s = Table(title="skipped files", title_justify="left")
@@ -63,6 +70,6 @@ def run(args: argparse.Namespace) -> int:
         s.add_column("reason", style="yellow")
         s.add_column("detail")
         for row in st.skipped:
-            s.add_row(row.path, row.reason, row.detail)
+            s.add_row(escape(row.path), escape(row.reason), escape(row.detail))
         console.print(s)
     return 0

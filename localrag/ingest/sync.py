@@ -140,7 +140,7 @@ def sync_folder(
             try:
                 plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
             except Exception as exc:  # one bad file never stops the folder
-                if is_database_failure(exc):
+                if _stops_sync(exc):
                     raise
                 _record_failure(store, f, exc, report)
                 continue
@@ -224,6 +224,12 @@ def _load(f: FoundFile, settings: IndexSettings) -> tuple[str, LoadedText]:
     return hashlib.sha256(data).hexdigest(), load_data(Path(f.rel), data)  # the title falls back to the display name
 
 
+def _stops_sync(exc: Exception) -> bool:
+    """Failures of the index or the machine (damage, disk full, I/O errors), not of one file's content:
+    going on would only fail again on the next file. (Reading a file turns its own OSError into SkipFile.)"""
+    return is_database_failure(exc) or isinstance(exc, OSError)
+
+
 def _record_failure(store: Store, f: FoundFile, exc: Exception, report: SyncReport) -> None:
     """A file whose indexing failed unexpectedly: skipped with the error, its old version (if any) kept."""
     detail = f"{type(exc).__name__}: {exc}"[:300]
@@ -231,7 +237,7 @@ def _record_failure(store: Store, f: FoundFile, exc: Exception, report: SyncRepo
         with store.transaction():
             store.docs.record_skip(f.rel, f.size, f.mtime_ns, FAILED, detail)
     except Exception as record_exc:
-        if is_database_failure(record_exc):
+        if _stops_sync(record_exc):
             raise
     report.skipped.append(SkippedFile(f.rel, FAILED, detail))
 
@@ -301,7 +307,7 @@ def _write_guarded(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], re
     try:
         _write_file(store, plan, vectors, delta)
     except Exception as exc:
-        if is_database_failure(exc):
+        if _stops_sync(exc):
             raise
         _record_failure(store, plan.found, exc, report)
         return

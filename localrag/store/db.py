@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from localrag.store.connection import StoreError, connect, driver, retry_busy
+from localrag.store.health import HealthCheck, Session
 from localrag.store.schema import MIGRATIONS
 
 APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from foreign ones
@@ -24,13 +25,26 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self.before_commit: list = []  # callables run inside each outermost transaction, just before COMMIT
-        self.conn = connect(path, readonly=readonly)
+        file_backed = str(path) != ":memory:"
+        self.session: Session | None = Session(self.path) if file_backed and not readonly else None
+        try:
+            self.conn = connect(path, readonly=readonly)
+        except BaseException:
+            if self.session is not None:
+                self.session.close(record=False)
+            raise
         self._side: Any = None  # a second, read-only connection (see side_query)
         self._side_lock = threading.Lock()
-        if not readonly:
-            self._check_foreign()
-            self._migrate()
-        self._check_embedder()
+        try:
+            if not readonly:
+                self._check_foreign()
+                self._migrate()
+            self._check_embedder()
+        except BaseException:
+            self.conn.close()
+            if self.session is not None:
+                self.session.close(record=False)
+            raise
         from localrag.store.calls import CallLog
         from localrag.store.documents import Documents
         from localrag.store.graph import Graph
@@ -115,6 +129,9 @@ class Store:
                 self._side = None
         with self._lock:
             self.conn.close()
+        if self.session is not None:
+            self.session.close()
+            self.session = None
 
     # -- meta ---------------------------------------------------------------------
     def get_meta(self, key: str, default: str = "") -> str:
@@ -140,6 +157,25 @@ class Store:
 
     def integrity_check(self) -> str:
         return str(self.one("PRAGMA integrity_check")[0])
+
+    def quick_check(self) -> str:
+        """'ok' or what is wrong: SQLite's quick_check (every page and record, not index-vs-table agreement)."""
+        try:
+            rows = self.query("PRAGMA quick_check(20)")
+        except driver().DatabaseError as exc:
+            return str(exc)
+        return "; ".join(str(r[0]) for r in rows)
+
+    def check_if_due(self, force: bool = False) -> HealthCheck:
+        """Run quick_check when there is a reason to (see ``store/health.py``) or when ``force``d."""
+        due = "asked for" if force else (self.session.due if self.session is not None else "")
+        if not due:
+            return HealthCheck("", "")
+        started = time.perf_counter()
+        result = self.quick_check()
+        if self.session is not None:
+            self.session.checked(result)
+        return HealthCheck(due, result, time.perf_counter() - started)
 
     # -- set-up -------------------------------------------------------------------
     def _check_foreign(self) -> None:
