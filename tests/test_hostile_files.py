@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from localrag.api import Index
-from localrag.ingest import loaders
+from localrag.ingest import loaders, walker
 from localrag.ingest.chunker import chunk_text
 from localrag.ingest.loaders import SkipFile, load_data
 
@@ -198,6 +200,7 @@ def test_trap_folder_skips_each_with_a_reason(trap_folder: Path, settings_for, e
         "pipe.md": "not-a-regular-file", "pipe-link.md": "not-a-regular-file",
         "locked.md": "unreadable", "flaky.md": "unreadable",
         "vanishing.md": "vanished", "huge.txt": "too-large",
+        "outside-dir": "outside-root",  # a directory symlink out of the folder is listed, not silently dropped
     }
     for path, reason in expect.items():
         assert reasons.get(path, ("missing",))[0] == reason, (path, reasons.get(path))
@@ -211,6 +214,7 @@ def test_trap_folder_skips_each_with_a_reason(trap_folder: Path, settings_for, e
     assert all(t.strip() for t in texts)
     # nothing was entered through the directory symlinks (no self/…, sub/loop/…, outside-dir/… paths)
     assert not any(p.startswith(("self/", "sub/loop/", "outside-dir/")) for p in set(reasons) | docs)
+    assert "self" not in reasons and "sub/loop" not in reasons, "links inside the folder are not news"
     # the vanished file is gone for good: the next sync forgets it; unchanged traps are not retried
     opened.clear()
     again = idx.sync()
@@ -248,3 +252,147 @@ def test_read_bytes_stops_at_the_limit_for_a_growing_file(tmp_path: Path, monkey
     with pytest.raises(SkipFile) as err:
         loaders.read_bytes(path, 1_000)
     assert err.value.reason == "too-large"
+
+
+# -- names, per-file failures, accounting (issue 19) ---------------------------------------------------
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="only Linux lets a file name be arbitrary bytes (macOS and Windows names are Unicode)")
+def test_an_undecodable_file_name_is_indexed_and_the_rest_too(notes_dir: Path, settings_for, embedder) -> None:
+    raw = os.fsencode(notes_dir) + b"/x\xff.md"
+    with open(raw, "wb") as fh:
+        fh.write(b"# Odd name\n\nThe Quarnby weir was rebuilt in stone.\n")
+    os.mkdir(os.fsencode(notes_dir) + b"/dir\xfe")
+    with open(os.fsencode(notes_dir) + b"/dir\xfe/in.md", "wb") as fh:
+        fh.write(b"# In an odd folder\n\nThe Hollin mill grinds oats.\n")
+    n_files = sum(1 for _ in notes_dir.rglob("*.md"))
+    idx = Index(settings_for(notes_dir), embedder)
+    report = idx.sync()
+    docs = set(idx.store.docs.all())
+    assert len(docs) == n_files and not report.skipped, (len(docs), n_files, report.skipped)
+    assert {"x\\xff.md", "dir\\xfe/in.md"} <= docs
+    for rel in ("x\\xff.md", "dir\\xfe/in.md"):  # the display form maps back to the very file
+        assert (notes_dir / walker.fs_name(rel)).is_file()
+    assert "Quarnby" in idx.store.docs.passages_of("x\\xff.md")[0].text
+    again = idx.sync()  # and again, without a stumble
+    assert again.unchanged + again.touched == n_files and not again.skipped
+    idx.close()
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(name=st.binary(min_size=1, max_size=40).filter(lambda b: b"/" not in b and b"\x00" not in b))
+def test_display_names_are_text_and_map_back(name: bytes) -> None:
+    fs = os.fsdecode(name)
+    shown = walker.display_name(fs)
+    shown.encode("utf-8")  # valid text: SQLite, JSON and terminals take it
+    assert walker.fs_name(shown) == fs
+    if "\\" not in fs and fs.isprintable() and fs == name.decode("utf-8", "surrogateescape") and \
+            not any(0xDC80 <= ord(c) <= 0xDCFF for c in fs):
+        assert shown == fs, "a name that decodes is shown as it is"
+
+
+def test_one_failing_file_never_stops_the_folder(notes_dir: Path, settings_for, embedder, monkeypatch) -> None:
+    from localrag.ingest import sync as sync_module
+
+    idx = Index(settings_for(notes_dir), embedder)
+    idx.sync()
+    before = [p.sha256 for p in idx.store.docs.passages_of("orlinsford.md")]
+    (notes_dir / "orlinsford.md").write_text("# Orlinsford\n\nRewritten: the bridge is now of iron.\n")
+    (notes_dir / "fresh.md").write_text("# Fresh\n\nThe Wendle ferry runs at dawn.\n")
+    real_chunk = sync_module.chunk_text
+
+    def chunk_that_breaks(text, kind, title, *a, **kw):
+        if "bridge is now of iron" in text:
+            raise ValueError("simulated parser bug")
+        return real_chunk(text, kind, title, *a, **kw)
+
+    monkeypatch.setattr(sync_module, "chunk_text", chunk_that_breaks)
+    report = idx.sync()
+    assert [(s.path, s.reason) for s in report.skipped] == [("orlinsford.md", "error")]
+    assert "simulated parser bug" in report.skipped[0].detail
+    assert "fresh.md" in idx.store.docs.all() and report.added == 1
+    assert [p.sha256 for p in idx.store.docs.passages_of("orlinsford.md")] == before, "the old version is kept"
+    assert {s.path: s.reason for s in idx.store.docs.skipped()} == {"orlinsford.md": "error"}
+    assert report.accounted == report.files_seen
+    monkeypatch.setattr(sync_module, "chunk_text", real_chunk)
+    fixed = idx.sync()  # the fixed file is read again (its old document's stat differs)
+    assert fixed.updated == 1 and not idx.store.docs.skipped()
+    idx.close()
+
+
+def test_the_sync_summary_accounts_for_every_file(notes_dir: Path, settings_for, embedder, tmp_path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "far.md").write_text("# Far\n\nnot in the folder\n")
+    idx = Index(settings_for(notes_dir), embedder)
+    first = idx.sync()
+    assert first.accounted == first.files_seen
+    old = time.time() - 3600  # outside the racy window, so unchanged files are not re-read
+    for f in notes_dir.rglob("*.md"):
+        os.utime(f, (old, old))
+    idx.sync()
+    (notes_dir / "quillhaven.md").write_text("# Quillhaven\n\nEdited.\n")  # changed
+    (notes_dir / "new.md").write_text("# New\n\nThe Oster dam.\n")  # added
+    (notes_dir / "saltreach.md").rename(notes_dir / "saltreach-moved.md")  # moved
+    (notes_dir / "orlinsford.md").unlink()  # removed
+    os.utime(notes_dir / "kallendar-workshop.md")  # touched: same content, new mtime
+    (notes_dir / "blank.md").write_text("   \n")  # skipped (empty)
+    os.symlink(outside, notes_dir / "far-dir")  # skipped (outside the folder)
+    report = idx.sync()
+    assert (report.added, report.updated, report.moved, report.removed, report.touched) == (1, 1, 1, 1, 1)
+    assert {s.path for s in report.skipped} == {"blank.md", "far-dir"}
+    assert report.unchanged == report.files_seen - 6
+    assert report.accounted == report.files_seen == sum(1 for _ in notes_dir.rglob("*.md")) + 1
+    from localrag.commands.index import sync_summary
+
+    line = sync_summary(report)
+    assert line.startswith(f"{report.files_seen} files: 1 added, 1 changed, 1 touched (same content), 1 moved, "
+                           f"{report.unchanged} unchanged, 2 skipped") and "1 removed" in line
+    again = idx.sync()  # the empty file is now still-skipped, and still counted
+    assert again.still_skipped == 1 and again.accounted == again.files_seen
+    idx.close()
+
+
+def test_a_file_swapped_for_a_fifo_after_listing_is_not_waited_on(tmp_path: Path) -> None:
+    path = tmp_path / "note.md"
+    os.mkfifo(path)  # the walker saw a regular file; by the time it is read it is a FIFO
+    result: dict = {}
+    worker = threading.Thread(target=lambda: result.update(err=_skip_reason(path)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "reading a FIFO blocked"
+    assert result["err"] == "not-a-regular-file"
+    (tmp_path / "real.md").write_text("x")
+    os.symlink(tmp_path / "real.md", tmp_path / "swapped.md")  # and a file swapped for a symlink
+    assert _skip_reason(tmp_path / "swapped.md") == "not-a-regular-file"
+
+
+def _skip_reason(path: Path) -> str:
+    try:
+        loaders.read_bytes(path, 10_000, follow_symlinks=False)
+    except SkipFile as skip:
+        return skip.reason
+    return "read"
+
+
+def test_a_folder_that_cannot_be_listed_keeps_what_was_indexed(notes_dir: Path, settings_for, embedder,
+                                                               monkeypatch) -> None:
+    idx = Index(settings_for(notes_dir), embedder)
+    idx.sync()
+    people = {p for p in idx.store.docs.all() if p.startswith("people/")}
+    assert people
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("/people"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # what a user gets after `chmod 000 people`
+    report = idx.sync()
+    assert report.removed == 0 and people <= set(idx.store.docs.all())
+    assert {s.path: s.reason for s in idx.store.docs.skipped()} == {"people": "unreadable"}
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    idx.sync()
+    assert not idx.store.docs.skipped() and people <= set(idx.store.docs.all())
+    idx.close()
