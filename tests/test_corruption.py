@@ -244,3 +244,98 @@ def test_doctor_repair_cli_on_a_file_that_is_not_a_database(folder):
     r = _cli("status", str(folder), "--json")
     assert r.returncode == 0, r.stderr
     assert '"documents": 6' in r.stdout
+
+
+# -- noticing damage where it is cheap (issue 19) ----------------------------------------------------------
+
+def _random_bytes_in_the_middle(db: Path, seed: int = 19) -> None:
+    """What the issue did: 4 KB of random bytes written into the middle of index.db."""
+    size = db.stat().st_size
+    with db.open("r+b") as fh:
+        fh.seek(size // 2)
+        fh.write(random.Random(seed).randbytes(4096))
+
+
+def test_random_bytes_in_the_middle_are_noticed_by_status_and_index(folder):
+    r = _cli("status", str(folder))
+    assert r.returncode == 0 and "check" in r.stdout, r.stderr
+    _random_bytes_in_the_middle(_db(folder))
+    for argv in (["status", str(folder)], ["index", str(folder), "--no-graph", "--quiet"], ["status", str(folder)]):
+        r = _cli(*argv)
+        assert r.returncode == 1, (argv, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "damaged" in lines[0] and "localrag doctor --repair" in lines[0], (argv, r.stderr)
+    r = _cli("doctor", str(folder), "--repair", "--skip-model")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _cli("status", str(folder), "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+
+    check = json.loads(r.stdout)["check"]
+    assert check["ran"] and check["result"] == "ok", check  # the repaired index is checked once, and passes
+
+
+def _open_store(db: Path):
+    from localrag.store import Store
+
+    return Store(db, dim=384, embedder_id="check-test")
+
+
+def test_a_check_is_due_after_an_unclean_exit_and_only_then(tmp_path):
+    from localrag.store.health import CHECK_INTERVAL_S, _state_path
+
+    db = tmp_path / "idx" / "index.db"
+    s = _open_store(db)
+    assert s.session.due == ""  # a new index
+    s.close()
+    s = _open_store(db)
+    assert s.session.due == "" and not s.check_if_due().ran  # closed cleanly, nothing changed
+    s.close()
+    # a process that opens the index and dies without closing it
+    code = (f"import os, sys; sys.path.insert(0, {str(REPO)!r}); from localrag.store import Store; "
+            f"s = Store({str(db)!r}, dim=384, embedder_id='check-test'); "
+            "s.set_meta('x', 'y'); os.kill(os.getpid(), 9)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == -9
+    s = _open_store(db)
+    assert "did not close it cleanly" in s.session.due
+    check = s.check_if_due()
+    assert check.ran and check.ok and "did not close" in check.due
+    s.close()
+    s = _open_store(db)
+    assert s.session.due == "", "a passing check clears the dead process's claim"
+    s.close()
+    # the file changed behind localrag's back (same bytes, new mtime is enough to suspect it)
+    os.utime(db, ns=(db.stat().st_atime_ns, db.stat().st_mtime_ns + 10**9))
+    s = _open_store(db)
+    assert s.session.due == "the index file changed since localrag last closed it"
+    s.close()  # closed without the check: the reason survives
+    s = _open_store(db)
+    assert s.session.due == "the index file changed since localrag last closed it"
+    s.check_if_due()
+    s.close()
+    import json
+
+    state = json.loads(_state_path(db).read_text())
+    state["checked_at"] -= CHECK_INTERVAL_S + 60  # the periodic check
+    _state_path(db).write_text(json.dumps(state))
+    s = _open_store(db)
+    assert s.session.due.startswith("periodic check")
+    s.check_if_due()
+    s.close()
+    state = json.loads(_state_path(db).read_text())
+    state["checked_at"] += 10 * 24 * 3600  # the clock went back past the last check
+    _state_path(db).write_text(json.dumps(state))
+    s = _open_store(db)
+    assert s.session.due == "the clock is earlier than the last check"
+    s.close()
+
+
+def test_a_live_process_is_not_taken_for_a_dead_one(tmp_path):
+    db = tmp_path / "idx" / "index.db"
+    _open_store(db).close()
+    first = _open_store(db)
+    first.set_meta("x", "y")
+    second = _open_store(db)  # another process's view: the first is open, not dead
+    assert second.session.due == "" and second.session.others_live == 1
+    second.close()
+    first.close()
