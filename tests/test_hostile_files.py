@@ -220,7 +220,9 @@ def test_trap_folder_skips_each_with_a_reason(trap_folder: Path, settings_for, e
     again = idx.sync()
     assert again.added == 0 and again.updated == 0
     assert "vanishing.md" not in {s.path for s in idx.store.docs.skipped()}
-    assert "locked.md" not in opened and "huge.txt" not in opened
+    assert "huge.txt" not in opened
+    # an unreadable file is tried again (a chmod changes no mtime), and stays skipped while it fails
+    assert "locked.md" in opened and {s.path: s.reason for s in idx.store.docs.skipped()}["locked.md"] == "unreadable"
     idx.close()
 
 
@@ -396,3 +398,14 @@ def test_a_folder_that_cannot_be_listed_keeps_what_was_indexed(notes_dir: Path, 
     idx.sync()
     assert not idx.store.docs.skipped() and people <= set(idx.store.docs.all())
     idx.close()
+
+
+def test_a_folder_nested_1200_deep_is_walked(tmp_path: Path) -> None:
+    """os.walk recursed once per level: RecursionError stopped the whole sync at ~1,000 levels."""
+    path = tmp_path / "deep"
+    for _ in range(1200):
+        path = path / "d"
+    path.mkdir(parents=True)
+    (path / "deep.md").write_text("# Deep\n\nfar down\n")
+    found, rejected = walker.walk(tmp_path / "deep", [".md"], [])
+    assert [f.rel for f in found] == ["d/" * 1200 + "deep.md"] and not rejected

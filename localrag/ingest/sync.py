@@ -24,7 +24,7 @@ import numpy as np
 from localrag.config import IndexSettings
 from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk, chunk_text
-from localrag.ingest.loaders import FAILED, LoadedText, SkipFile, load_data, read_bytes
+from localrag.ingest.loaders import FAILED, UNREADABLE, LoadedText, SkipFile, load_data, read_bytes
 from localrag.ingest.walker import FoundFile, walk
 from localrag.kg.signals import note_link_hrefs
 from localrag.records import SkippedFile
@@ -84,6 +84,7 @@ class _Plan:
 ProgressFn = Callable[[Progress], None]
 
 EMBED_BATCH_PASSAGES = 256
+RETRIED_REASONS = frozenset({UNREADABLE})
 
 
 def sync_folder(
@@ -101,6 +102,8 @@ def sync_folder(
     report.files_seen = len(found) + len(rejected)
     docs = store.docs.all()
     skip_state = store.docs.skip_state()
+    # a permission fix changes no mtime: files skipped as unreadable are tried again on every sync
+    retry = {s.path for s in store.docs.skipped() if s.reason in RETRIED_REASONS}
     seen = {f.rel for f in found} | {r.rel for r in rejected}
 
     for r in rejected:
@@ -116,7 +119,7 @@ def sync_folder(
         doc = docs.get(f.rel)
         if doc is not None and doc.size == f.size and doc.mtime_ns == f.mtime_ns:
             report.unchanged += 1
-        elif doc is None and skip_state.get(f.rel) == (f.size, f.mtime_ns):
+        elif doc is None and skip_state.get(f.rel) == (f.size, f.mtime_ns) and f.rel not in retry:
             report.still_skipped += 1  # still the same unreadable file: don't retry
         else:
             todo.append(f)

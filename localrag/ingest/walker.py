@@ -8,6 +8,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 from localrag.ingest.loaders import NOT_REGULAR, TEXT_KINDS, UNREADABLE
 
@@ -108,7 +109,7 @@ def walk(root: Path, extensions: list[str], ignore: list[str]) -> tuple[list[Fou
         rejected.append(Rejected(rel, 0, 0, UNREADABLE, f"cannot list the folder: {err.strerror or err}; "
                                  "what was indexed under it is kept", unlisted_dir=True))
 
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unlisted):
+    for dirpath, dirnames, filenames in _walk_tree(str(root), unlisted):
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else display_name(rel_dir.replace(os.sep, "/")) + "/"
         kept_dirs = []
@@ -121,7 +122,7 @@ def walk(root: Path, extensions: list[str], ignore: list[str]) -> tuple[list[Fou
                 rejected.append(Rejected(rel, 0, 0, OUTSIDE_ROOT,
                                          f"symlink to a folder outside the notes folder ({display_name(outside)}): not followed"))
             kept_dirs.append(d)
-        dirnames[:] = kept_dirs  # os.walk does not enter directory symlinks (followlinks=False)
+        dirnames[:] = kept_dirs  # directory symlinks are listed, never entered
         for name in sorted(filenames):
             rel = rel_dir + display_name(name)
             if not is_candidate(rel, extensions, ignore):
@@ -132,6 +133,33 @@ def walk(root: Path, extensions: list[str], ignore: list[str]) -> tuple[list[Fou
             elif entry is not None:
                 rejected.append(entry)
     return found, rejected
+
+
+def _walk_tree(top: str, onerror: Callable[[OSError], None]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top, followlinks=False)`` without recursion: os.walk recurses once per level and a
+    folder nested ~1,000 deep raised RecursionError, which stopped the whole sync."""
+    stack = [top]
+    while stack:
+        path = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError as err:
+            onerror(err)
+            continue
+        dirs: list[str] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # a directory symlink counts as a directory here, as in os.walk
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+        yield path, dirs, files  # the caller may prune ``dirs``
+        for d in reversed(dirs):
+            sub = os.path.join(path, d)
+            if not os.path.islink(sub):
+                stack.append(sub)
 
 
 def _outside_dir_link(path: Path, root: Path) -> str | None:

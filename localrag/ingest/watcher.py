@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from localrag.config import IndexSettings
 from localrag.ingest.sync import Progress, SyncReport
-from localrag.ingest.walker import STATE_DIR, is_candidate, is_ignored
+from localrag.ingest.walker import STATE_DIR, display_name, is_candidate, is_ignored
 
 # another process (a CLI `localrag index`) may hold the writer lock: wait a little, then retry later
 LOCK_WAIT_S = 2.0
@@ -69,7 +69,7 @@ class ChangeBatch:
 def relevant_path(root: Path, path: str, settings: IndexSettings, is_directory: bool) -> str | None:
     """The relative path if an event on ``path`` can change the index, else None."""
     try:
-        rel = Path(os.path.abspath(path)).relative_to(root).as_posix()
+        rel = display_name(Path(os.path.abspath(path)).relative_to(root).as_posix())
     except ValueError:
         return None
     if rel in ("", "."):

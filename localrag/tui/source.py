@@ -20,7 +20,9 @@ _TEXT_KINDS = {".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm"}
 
 def read_lines(folder: Path, rel: str) -> tuple[list[str] | None, str]:
     """The file's lines, or None and why not (gone, binary kind, unreadable)."""
-    path = folder / rel
+    from localrag.ingest.walker import fs_name
+
+    path = folder / fs_name(rel)  # an undecodable name is indexed under its display form
     if path.suffix.lower() not in _TEXT_KINDS:
         return None, f"{path.suffix} files show the indexed text"
     try:
