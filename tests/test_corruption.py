@@ -258,7 +258,7 @@ def _random_bytes_in_the_middle(db: Path, seed: int = 19) -> None:
 
 def test_random_bytes_in_the_middle_are_noticed_by_status_and_index(folder):
     r = _cli("status", str(folder))
-    assert r.returncode == 0 and "check" in r.stdout, r.stderr
+    assert r.returncode == 0, r.stderr
     _random_bytes_in_the_middle(_db(folder))
     for argv in (["status", str(folder)], ["index", str(folder), "--no-graph", "--quiet"], ["status", str(folder)]):
         r = _cli(*argv)

@@ -128,11 +128,23 @@ def connect(path: str | Path, *, readonly: bool = False) -> Any:
         retry_busy(lambda: _setup(conn, readonly, target))
     except mod.DatabaseError as exc:
         conn.close()
+        if _is_not_writable(exc):
+            raise StoreError(_not_writable_message(target, exc)) from exc
         raise StoreError(
             f"{target} is not a usable localrag index ({exc}); "
             "run `localrag doctor --repair` to rebuild it from your documents"
         ) from exc
     return conn
+
+
+def _is_not_writable(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _not_writable_message(target: str, exc: BaseException) -> str:
+    return (f"cannot write the index database {target} ({exc}); make {Path(target).parent} writable for this user "
+            "(the index itself is not damaged)")
 
 
 _DAMAGED = ("malformed", "not a database", "disk i/o error", "database corrupt", "file is encrypted")
@@ -143,6 +155,11 @@ def database_error_message(exc: BaseException) -> str | None:
     if _DRIVER is None or not isinstance(exc, _DRIVER.DatabaseError):
         return None
     text = str(exc)
+    if "full" in text.lower():
+        return (f"the disk is full ({text}); free some space and run the command again: what was indexed "
+                "so far is kept, and the next run continues from there")
+    if _is_not_writable(exc):
+        return f"the index database cannot be written ({text}); check the permissions of its folder"
     if any(word in text.lower() for word in _DAMAGED):
         return (f"the index database is damaged ({text}); run `localrag doctor --repair` to rebuild it "
                 "from your documents (cached model extractions are kept)")
