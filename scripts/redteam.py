@@ -560,9 +560,18 @@ CASES: list[tuple[str, str, Callable[[Path], str]]] = [
 ]
 
 
+CASE_TIMEOUT_S = 600  # a case that hangs (a blocking read) is reported, and the run goes on
+
+
+def _hung(signum, frame):
+    raise TimeoutError(f"hung for {CASE_TIMEOUT_S} s")
+
+
 def run_case(name: str, fn: Callable[[Path], str], work: Path) -> tuple[str, str]:
     d = work / name / "notes"
     shutil.copytree(EXAMPLES, d, ignore=shutil.ignore_patterns(".localrag"))
+    signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(CASE_TIMEOUT_S)
     try:
         result = fn(d)
     except SkipCase as exc:
@@ -571,6 +580,8 @@ def run_case(name: str, fn: Callable[[Path], str], work: Path) -> tuple[str, str
         return "FAILED", str(exc)[:300]
     except Exception as exc:  # the case itself broke: report it, go on
         return "FAILED", f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        signal.alarm(0)
     db = d / ".localrag" / "index.db"
     problems = check_store(db) if db.is_file() else []
     if problems:

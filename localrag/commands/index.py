@@ -72,7 +72,7 @@ def sync_summary(report) -> str:
              (report.moved, "moved"), (report.unchanged, "unchanged"), (len(report.skipped), "skipped"),
              (report.deferred, "left for the next run")]
     counts = ", ".join(f"{n} {label}" for n, label in parts if n or label in ("added", "unchanged", "skipped"))
-    removed = f" · {report.removed} removed (gone from the folder)" if report.removed else ""
+    removed = f" · {report.removed} removed from the index" if report.removed else ""
     return (f"{report.files_seen} files: {counts}{removed} · passages +{report.passages_added} "
             f"−{report.passages_removed} (kept {report.passages_kept}) · embedded {report.embedded}, reused "
             f"{report.vectors_reused} · {report.seconds:.1f}s")
