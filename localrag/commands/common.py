@@ -106,6 +106,8 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
     message = database_error_message(exc)
     if message is not None:
         return FAILURE_EXIT, message
+    if isinstance(exc, FileExistsError) and exc.filename and not Path(exc.filename).is_dir():
+        return FAILURE_EXIT, f"{exc.filename} is a file where localrag needs a folder: move it away"
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return FAILURE_EXIT, f"{exc.strerror or exc}{where}"
