@@ -403,9 +403,10 @@ def test_a_folder_that_cannot_be_listed_keeps_what_was_indexed(notes_dir: Path, 
 def test_a_folder_nested_1200_deep_is_walked(tmp_path: Path) -> None:
     """os.walk recursed once per level: RecursionError stopped the whole sync at ~1,000 levels."""
     path = tmp_path / "deep"
+    path.mkdir()
     for _ in range(1200):
         path = path / "d"
-    path.mkdir(parents=True)
+        path.mkdir()  # one level at a time: pathlib's mkdir(parents=True) recurses too
     (path / "deep.md").write_text("# Deep\n\nfar down\n")
     found, rejected = walker.walk(tmp_path / "deep", [".md"], [])
     assert [f.rel for f in found] == ["d/" * 1200 + "deep.md"] and not rejected
