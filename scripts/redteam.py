@@ -383,6 +383,10 @@ def case_deep_nesting(d: Path) -> str:
     (path / "deep.md").write_text("# Deep\n\nThe Vellum well is 1,200 folders down.\n")
     r = index(d)
     expect(r.code == 0 and len(indexed(d)) == N_EXAMPLES + 1, f"{r.code} {r.err}")
+    (path / "deep.md").unlink()  # bottom-up: shutil.rmtree recurses and would fail on the clean-up
+    while path != d:
+        path.rmdir()
+        path = path.parent
     return "exit 0, the deep note indexed (before: os.walk's recursion raised RecursionError and the sync stopped)"
 
 

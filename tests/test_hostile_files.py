@@ -352,6 +352,7 @@ def test_the_sync_summary_accounts_for_every_file(notes_dir: Path, settings_for,
                            f"{report.unchanged} unchanged, 2 skipped") and "1 removed" in line
     again = idx.sync()  # the empty file is now still-skipped, and still counted
     assert again.still_skipped == 1 and again.accounted == again.files_seen
+    assert "2 skipped (1 unchanged since last time)" in sync_summary(again)
     idx.close()
 
 
@@ -408,5 +409,17 @@ def test_a_folder_nested_1200_deep_is_walked(tmp_path: Path) -> None:
         path = path / "d"
         path.mkdir()  # one level at a time: pathlib's mkdir(parents=True) recurses too
     (path / "deep.md").write_text("# Deep\n\nfar down\n")
-    found, rejected = walker.walk(tmp_path / "deep", [".md"], [])
-    assert [f.rel for f in found] == ["d/" * 1200 + "deep.md"] and not rejected
+    try:
+        found, rejected = walker.walk(tmp_path / "deep", [".md"], [])
+        assert [f.rel for f in found] == ["d/" * 1200 + "deep.md"] and not rejected
+    finally:
+        remove_deep_tree(path)
+
+
+def remove_deep_tree(deepest: Path) -> None:
+    """Bottom-up, one level at a time (shutil.rmtree, which pytest's clean-up uses, recurses too)."""
+    for child in deepest.iterdir():
+        child.unlink()
+    while deepest.name == "d":
+        deepest.rmdir()
+        deepest = deepest.parent
