@@ -198,7 +198,7 @@ def test_old_files_are_not_read_again(tmp_path, embedder, monkeypatch):
     idx.sync()
     reads: list[str] = []
     real = sync.read_bytes
-    monkeypatch.setattr(sync, "read_bytes", lambda path, limit: reads.append(path.name) or real(path, limit))
+    monkeypatch.setattr(sync, "read_bytes", lambda path, limit, **kw: reads.append(path.name) or real(path, limit, **kw))
     report = idx.sync()
     assert reads == ["fresh.md"] and report.unchanged == 3 and report.touched == 1 and not report.changed
     idx.close()
