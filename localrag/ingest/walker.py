@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from localrag.ingest import ignore as ignore_rules
 from localrag.ingest.loaders import NOT_REGULAR, TEXT_KINDS
 
 STATE_DIR = ".localrag"
@@ -31,8 +31,7 @@ class Rejected:
 
 
 def is_ignored(rel: str, patterns: list[str]) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) for p in patterns)
+    return ignore_rules.matches(rel, patterns)
 
 
 def is_candidate(rel: str, extensions: list[str], patterns: list[str]) -> bool:
