@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
             "passages": st.passages, "embedded": st.embedded, "embedder": st.embedder, "model": model,
             "schema_version": st.schema_version, "graph": st.extra,
             "skipped": [{"path": s.path, "reason": s.reason, "detail": s.detail} for s in st.skipped],
+            "warnings": [{"path": path, "warning": w} for path, w in st.warnings],
         }, indent=2))
         return 0
     t = Table(show_header=False, box=None, pad_edge=False)
@@ -66,4 +67,11 @@ def run(args: argparse.Namespace) -> int:
         for row in st.skipped:
             s.add_row(row.path, row.reason, row.detail)
         console.print(s)
+    if st.warnings:
+        w = Table(title="warnings (the notes are indexed)", title_justify="left")
+        w.add_column("path")
+        w.add_column("warning", style="yellow")
+        for path, warning in st.warnings:
+            w.add_row(path, warning)
+        console.print(w)
     return 0
