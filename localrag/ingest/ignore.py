@@ -8,7 +8,6 @@ anyway: the rules name them so the watcher and ``--help`` say the same.
 
 from __future__ import annotations
 
-import fnmatch
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,13 +36,5 @@ def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
 
 def matches(rel: str, patterns: list[str]) -> bool:
     """Is ``rel`` (folder-relative, POSIX; a trailing / for a folder) ignored by these patterns?
-
-    .gitignore semantics, plus the older glob reading of ``index.ignore`` (a pattern without a
-    slash tried against the file name, ``dir/*`` against the whole path) so existing configs keep
-    their meaning."""
-    if not patterns:
-        return False
-    if _spec(tuple(patterns)).match_file(rel):
-        return True
-    name = rel.rstrip("/").rsplit("/", 1)[-1]
-    return any(not p.startswith("!") and (fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p)) for p in patterns)
+    A pattern that matches a folder also matches everything in it, as in git."""
+    return bool(patterns) and _spec(tuple(patterns)).match_file(rel)
