@@ -120,10 +120,8 @@ def _prose_runs(tokens: list[Token]) -> Iterator[tuple[str, list[Token]]]:
                 parts.append("\n")
             elif c.type == "code_inline":
                 parts.append(" ")
-            elif c.type in ("link_open", "link_close"):
+            elif c.type in ("link_open", "link_close", "image"):
                 parts.append(" ")
-            elif c.type == "image":
-                parts.append("!" + "[" + c.content + "]")
         yield "".join(parts), t.children
 
 
