@@ -125,7 +125,9 @@ def test_the_answer_through_an_alias_with_the_real_model(kg_index, vault, bundle
     index.extract_graph()
     answer = Assistant(index).ask("Who runs LF-7?", strategy="ppr")
     assert answer.text
-    assert answer.citations[0].passage.path == "projects/lanternfish.md"
+    # the note is reached only through its alias (the body never says LF-7) and is given to the model first
+    assert answer.retrieval.passages[0].passage.path == "projects/lanternfish.md"
+    assert next(c for c in answer.citations if c.number == 1).passage.path == "projects/lanternfish.md"
 
 
 def test_malformed_front_matter_indexes_the_note_and_warns(built):
