@@ -17,6 +17,7 @@ from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace
 from localrag.retrieve import Context, get_strategy
 from localrag.store import Store
 from localrag.store.lock import writer_lock
+from localrag.store.vault import PassageFilter
 
 if TYPE_CHECKING:
     from localrag.kg.run import GraphProgress, GraphReport
@@ -43,6 +44,7 @@ class IndexStatus:
     embedder: str
     schema_version: int
     extra: dict[str, object] = field(default_factory=dict)  # graph and memory figures, when present
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, problem): e.g. front matter that is not YAML
 
 
 class Index:
@@ -105,7 +107,8 @@ class Index:
             skipped=self.store.docs.skipped(),
             embedder=self.store.get_meta("embedder"),
             schema_version=self.store.schema_version(),
-            extra=dict(self.graph_figures()),
+            extra=dict(self.graph_figures()) | self.store.vault.counts(),
+            warnings=self.store.vault.warnings(),
         )
 
     def close(self) -> None:
@@ -142,8 +145,8 @@ class Assistant:
 
     _current = threading.local()
 
-    def context(self) -> Context:
-        return Context(self.index.store, self.index.embedder, self.settings, llm_factory=self.llm)
+    def context(self, where: PassageFilter | None = None) -> Context:
+        return Context(self.index.store, self.index.embedder, self.settings, llm_factory=self.llm, filter=where)
 
     def resolve_strategy(self, name: str | None) -> str:
         """``auto`` is NeuroPath once most of the graph exists, hybrid before that."""
@@ -156,16 +159,18 @@ class Assistant:
         return "neuropath" if built else "hybrid"
 
     # -- asking ------------------------------------------------------------------
-    def retrieve(self, question: str, strategy: str | None = None, k: int | None = None) -> Retrieval:
+    def retrieve(self, question: str, strategy: str | None = None, k: int | None = None,
+                 where: PassageFilter | None = None) -> Retrieval:
         name = self.resolve_strategy(strategy)
         if self.index.store.docs.passage_count() == 0:
             raise EmptyIndexError(
                 f"the index of {self.index.folder} has no passages yet: run `localrag index {self.index.folder}` first"
             )
-        return get_strategy(name).retrieve(self.context(), question, k or max(self.settings.top_k, 10))
+        return get_strategy(name).retrieve(self.context(where), question, k or max(self.settings.top_k, 10))
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, answer: bool = True,
-            short: bool = False, on_token: Callable[[str], None] | None = None) -> Answer:
+            short: bool = False, on_token: Callable[[str], None] | None = None,
+            where: PassageFilter | None = None) -> Answer:
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
@@ -177,7 +182,7 @@ class Assistant:
         try:
             scope = self.llm().scoped(calls.append) if self._needs_llm(name, answer) else _null()
             with scope:
-                retrieval = self.retrieve(question, name, k)
+                retrieval = self.retrieve(question, name, k, where)
                 retrieve_ms = (time.perf_counter() - started) * 1000
                 text, citations, answer_ms, reply_notes = "", [], 0.0, []
                 if answer:

@@ -24,7 +24,12 @@ class ConfigError(ValueError):
 
 @dataclass
 class IndexSettings:
+    # .gitignore-style, on top of the vault folders always left out (.obsidian/, .trash/, .git/ ...,
+    # ingest/ignore.py) and the folder's own .localragignore
     ignore: list[str] = field(default_factory=lambda: ["*.tmp", "*~", "node_modules/*", "__pycache__/*"])
+    # front-matter properties that are bookkeeping, not facts (ids and timestamps)
+    skip_properties: list[str] = field(default_factory=lambda: ["id", "uid", "created", "updated", "modified",
+                                                                "date created", "date modified", "cssclass", "cssclasses"])
     extensions: list[str] = field(
         default_factory=lambda: [".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm", ".pdf"]
     )

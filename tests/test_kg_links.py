@@ -71,13 +71,13 @@ def test_retitled_link_target_requeues_exactly_the_linking_passages(kg_index, tm
     assert {("alpha", "beta"), ("gamma", "beta"), ("alpha", "delta"), ("wiki", "beta")} <= link_facts(index)
     (folder / "beta.md").write_text(LINKED["beta.md"].replace("# Beta", "# Beta Survey"), encoding="utf-8")
     index.sync()
-    # beta's own passage (new title) and the two passages whose Markdown links resolve to beta.md;
-    # the wikilink names "Beta" itself and does not depend on beta.md's title
-    assert queued_paths(index) == {"beta.md", "alpha.md", "sub/gamma.md"}
+    # beta's own passage (new title), the two passages whose Markdown links resolve to beta.md and
+    # the one whose [[Beta]] resolves to it by file name (Obsidian's rule, kg/vault.py)
+    assert queued_paths(index) == {"beta.md", "alpha.md", "sub/gamma.md", "wiki.md"}
     assert_same_as_fresh(kg_index, index, folder, tmp_path, "retitled")
     facts = link_facts(index)
     assert ("alpha", "beta survey") in facts and ("gamma", "beta survey") in facts
-    assert ("alpha", "beta") not in facts and ("wiki", "beta") in facts
+    assert ("alpha", "beta") not in facts and ("wiki", "beta survey") in facts
 
 
 def test_created_deleted_and_renamed_targets_and_a_moved_linking_note(kg_index, tmp_path):
@@ -100,7 +100,7 @@ def test_created_deleted_and_renamed_targets_and_a_moved_linking_note(kg_index, 
 
     shutil.move(folder / "beta.md", folder / "beta-moved.md")  # same text: a move keeping passage ids
     index.sync()
-    assert queued_paths(index) == {"alpha.md", "sub/gamma.md"}
+    assert queued_paths(index) == {"alpha.md", "sub/gamma.md", "wiki.md"}  # [[Beta]] names no note now
     assert_same_as_fresh(kg_index, index, folder, tmp_path, "renamed-target")
 
     (folder / "beta.md").write_text("# Beta Again\n\nA new beta note.\n", encoding="utf-8")
@@ -121,7 +121,7 @@ def test_link_rows_follow_passages_and_the_lookup_uses_an_index(kg_index, tmp_pa
         "SELECT d.path, l.href, l.target FROM passage_links l JOIN passages p ON p.id = l.passage "
         "JOIN documents d ON d.id = p.doc_id"))
     assert rows == {("alpha.md", "beta.md", "beta.md"), ("alpha.md", "delta.md", "delta.md"),
-                    ("sub/gamma.md", "../beta.md", "beta.md")}
+                    ("sub/gamma.md", "../beta.md", "beta.md"), ("wiki.md", "[[beta]]", "name:beta")}
     beta_linkers = index.store.docs.linking_passages("beta.md")
     assert {p.path for p in index.store.docs.passages(beta_linkers)} == {"alpha.md", "sub/gamma.md"}
     plan = " ".join(str(r[-1]) for r in index.store.query(
@@ -129,25 +129,28 @@ def test_link_rows_follow_passages_and_the_lookup_uses_an_index(kg_index, tmp_pa
     assert "USING" in plan and "INDEX" in plan.upper(), plan  # a store lookup, not a scan of passages
     (folder / "alpha.md").write_text("# Alpha\n\nNo links any more.\n", encoding="utf-8")
     index.sync()
-    assert index.store.one("SELECT COUNT(*) FROM passage_links")[0] == 1  # gone with the passage
+    assert index.store.one("SELECT COUNT(*) FROM passage_links")[0] == 2  # gone with the passage
 
 
 def test_an_index_from_before_the_link_table_is_made_exact_by_its_next_sync(kg_index, tmp_path):
     folder = write_notes(tmp_path / "notes", LINKED)
     index = build(kg_index, folder)
     store = index.store
-    with store.transaction():  # back to schema 5: no link table, no link triggers
-        for (name,) in store.query("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'links_%'"):
+    with store.transaction():  # back to schema 5: no link table, no link triggers, no vault tables
+        for (name,) in store.query("SELECT name FROM sqlite_master WHERE type = 'trigger' AND "
+                                   "(name LIKE 'links_%' OR name LIKE 'note_%')"):
             store.execute(f"DROP TRIGGER {name}")
-        store.execute("DROP TABLE passage_links")
-        store.execute("DELETE FROM schema_migrations WHERE version = 6")
+        for table in ("passage_links", "note_meta", "note_names", "note_tags"):
+            store.execute(f"DROP TABLE {table}")
+        store.execute("DELETE FROM schema_migrations WHERE version >= 6")
     index.close()
     (folder / "beta.md").write_text(LINKED["beta.md"].replace("# Beta", "# Beta Survey"), encoding="utf-8")
     upgraded = kg_index(folder)
     assert upgraded.store.schema_version() == max(m.version for m in schema.MIGRATIONS)
-    assert queued_paths(upgraded) == {"alpha.md", "sub/gamma.md"}  # passages that may hold a stale link fact
+    # every passage: its links resolve to notes now and its front matter adds facts (schema._vault)
+    assert queued_paths(upgraded) == set(LINKED)
     upgraded.sync()
-    assert upgraded.store.one("SELECT COUNT(*) FROM passage_links")[0] == 3
+    assert upgraded.store.one("SELECT COUNT(*) FROM passage_links")[0] == 4
     assert_same_as_fresh(kg_index, upgraded, folder, tmp_path, "upgraded")
     assert ("alpha", "beta survey") in link_facts(upgraded)
 

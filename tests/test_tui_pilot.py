@@ -407,3 +407,21 @@ def test_quitting_stops_the_background_threads(tui_app) -> None:
     run(scenario())
     assert app._stop.is_set() and not app.indexer.watching
     assert not [t for t in threading.enumerate() if t.name.startswith("localrag-watch")]
+
+
+def test_inline_filters_in_the_question_line(tui_app) -> None:
+    app = tui_app()
+
+    async def scenario() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_indexed(pilot)
+            block = await ask(pilot, "/path:people/ Who leads the Lanternfish project?")
+            assert block.answer is not None and block.answer.question == "Who leads the Lanternfish project?"
+            assert block.answer.retrieval.passages
+            assert all(sp.passage.path.startswith("people/") for sp in block.answer.retrieval.passages)
+            bad = await ask(pilot, "/colour:red anything")  # not a filter key: asked as written
+            assert bad.answer is not None
+            wrong = await ask(pilot, "/tag:# anything")  # a filter that names no tag: refused, shown in the chat
+            assert wrong.answer is None
+
+    run(scenario())

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--no-answer", action="store_true", help="retrieve only, no LLM answer")
     p.add_argument("--no-sync", action="store_true", help="do not update the index before answering")
     p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
+    p.add_argument("--where", action="append", default=[], metavar="FILTER",
+                   help="only passages of notes with this tag (tag:project, nested tags included) or under this "
+                   "folder (path:work/; -path:archive/ leaves one out); repeatable: tags must all hold, paths are alternatives")
     p.set_defaults(func=run)
 
 
@@ -29,11 +32,17 @@ def run(args: argparse.Namespace) -> int:
     from localrag.api import Assistant, Index
     from localrag.store.lock import LockBusy
 
+    from localrag.retrieve.filters import FilterError, parse_where
+
     if not args.question.strip():
         raise UsageError("the question is empty: ask `localrag ask \"your question\"`")
     check_strategy(args.strategy)
     if args.top_k is not None and args.top_k < 1:
         raise UsageError(f"--top-k must be at least 1, not {args.top_k}")
+    try:
+        where = parse_where(args.where)
+    except FilterError as exc:
+        raise UsageError(str(exc)) from exc
     extra = {"memory.enabled": False} if args.no_memory else {}
     settings = settings_from(args, args.folder, **extra)
     if not settings.db_path.exists() and args.no_sync:
@@ -50,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if streaming:
             assistant.llm()  # load the model before the question is echoed, so errors come first
         answer = assistant.ask(
-            args.question, strategy=args.strategy, k=args.top_k, answer=not args.no_answer,
+            args.question, strategy=args.strategy, k=args.top_k, answer=not args.no_answer, where=where,
             on_token=(lambda t: (sys.stdout.write(t), sys.stdout.flush())) if streaming else None,
         )
     finally:

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             "schema_version": st.schema_version, "graph": st.extra,
             "check": {"ran": check.ran, "result": check.result, "due": check.due, "seconds": round(check.seconds, 3)},
             "skipped": [{"path": s.path, "reason": s.reason, "detail": s.detail} for s in st.skipped],
+            "warnings": [{"path": path, "warning": w} for path, w in st.warnings],
         }, indent=2))
         return 0
     t = Table(show_header=False, box=None, pad_edge=False)
@@ -72,4 +73,11 @@ def run(args: argparse.Namespace) -> int:
         for row in st.skipped:
             s.add_row(escape(row.path), escape(row.reason), escape(row.detail))
         console.print(s)
+    if st.warnings:
+        w = Table(title="warnings (the notes are indexed)", title_justify="left")
+        w.add_column("path")
+        w.add_column("warning", style="yellow")
+        for path, warning in st.warnings:
+            w.add_row(path, warning)
+        console.print(w)
     return 0

@@ -1,4 +1,8 @@
-"""Split text into passages by headings and paragraphs (~100-300 tokens), keeping line ranges."""
+"""Split text into passages by headings and paragraphs (~100-300 tokens), keeping line ranges.
+
+Markdown is parsed by markdown-it-py (ingest/markdown.py: front matter left out, tables,
+footnotes, fences and lists as whole blocks); the other kinds by their heading lines.
+"""
 
 from __future__ import annotations
 
@@ -74,7 +78,17 @@ def _heading(line: str, next_line: str | None, kind: str) -> tuple[int, str] | N
     return None
 
 
+def _markdown_blocks(text: str) -> list[_Block]:
+    from localrag.ingest.markdown import parse_markdown
+
+    lines = text.split("\n")
+    return [_Block(lines[b.start - 1:b.end], b.start, b.heading_level, b.heading_text)
+            for b in parse_markdown(text).blocks]
+
+
 def _blocks(text: str, kind: str) -> list[_Block]:
+    if kind == "markdown":
+        return _markdown_blocks(text)
     lines = text.split("\n")
     blocks: list[_Block] = []
     cur: list[str] = []

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from localrag.ingest.frontmatter import NoteMeta, parse_front_matter
+
 TEXT_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "rst", ".org": "org",
               ".html": "html", ".htm": "html", ".pdf": "pdf"}
 
@@ -42,6 +44,7 @@ class LoadedText:
     title: str
     # line_map[i] = 1-based source line of text line i; None = identity
     line_map: tuple[int, ...] | None = None
+    meta: NoteMeta | None = None  # a Markdown note's front matter (title, aliases, tags, properties)
 
     def source_line(self, text_line: int) -> int:
         """1-based source line of 1-based text line."""
@@ -113,8 +116,8 @@ def decode_text(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _first_heading(text: str, kind: str) -> str:
-    for line in text.splitlines()[:50]:
+def _first_heading(text: str, kind: str, skip_lines: int = 0) -> str:
+    for line in text.splitlines()[skip_lines:skip_lines + 50]:
         s = line.strip()
         if kind == "markdown" and s.startswith("# "):
             return s[2:].strip()
@@ -140,11 +143,14 @@ def load_data(path: Path, data: bytes) -> LoadedText:
         loaded = _load_html(decode_text(data))
     else:
         text = decode_text(data)
-        loaded = LoadedText(text=text, kind=kind, title=_first_heading(text, kind))
+        meta = parse_front_matter(text) if kind == "markdown" else None
+        skip = meta.lines if meta is not None else 0
+        title = (meta.title if meta is not None else "") or _first_heading(text, kind, skip)
+        loaded = LoadedText(text=text, kind=kind, title=title, meta=meta)
     if not loaded.text.strip():
         raise SkipFile(EMPTY, "no text in the file")
     title = loaded.title or path.stem.replace("-", " ").replace("_", " ").strip()
-    return LoadedText(loaded.text, loaded.kind, title, loaded.line_map)
+    return LoadedText(loaded.text, loaded.kind, title, loaded.line_map, loaded.meta)
 
 
 class _HTMLText(html.parser.HTMLParser):

@@ -24,7 +24,10 @@ import numpy as np
 from localrag.config import IndexSettings
 from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk, chunk_text
+from localrag.ingest.frontmatter import NoteMeta
+from localrag.ingest.ignore import folder_patterns
 from localrag.ingest.loaders import FAILED, UNREADABLE, LoadedText, SkipFile, load_data, read_bytes
+from localrag.ingest.markdown import inline_tags
 from localrag.ingest.walker import FoundFile, walk
 from localrag.kg.signals import note_link_hrefs
 from localrag.records import SkippedFile
@@ -79,6 +82,8 @@ class _Plan:
     title: str
     chunks: list[tuple[Chunk, int, int]]  # chunk, source start line, source end line
     doc_id: int | None
+    meta: NoteMeta | None = None  # front matter (Markdown)
+    tags: tuple[str, ...] = ()  # inline #tags of the whole note
 
 
 ProgressFn = Callable[[Progress], None]
@@ -98,7 +103,7 @@ def sync_folder(
     started = time.perf_counter()
     report = SyncReport()
     emit = progress or (lambda p: None)
-    found, rejected = walk(root, settings.extensions, settings.ignore)
+    found, rejected = walk(root, settings.extensions, folder_patterns(root, settings.ignore))
     report.files_seen = len(found) + len(rejected)
     docs = store.docs.all()
     skip_state = store.docs.skip_state()
@@ -213,12 +218,14 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
         with store.transaction():
             store.docs.update(old.id, path=f.rel, size=f.size, mtime_ns=f.mtime_ns, sha256=data_sha, title=loaded.title)
             store.docs.clear_skip(f.rel)
+            store.vault.set_names(old.id, f.rel)
         report.moved += 1
         report.passages_kept += len(store.docs.passage_hashes(old.id))
         return None
     chunks = chunk_text(loaded.text, loaded.kind, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
     mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line)) for c in chunks]
-    return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None)
+    tags = tuple(inline_tags(loaded.text)) if loaded.kind == "markdown" else ()
+    return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, loaded.meta, tags)
 
 
 def _load(f: FoundFile, settings: IndexSettings) -> tuple[str, LoadedText]:
@@ -349,3 +356,4 @@ def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], repor
         store.docs.delete_passages(stale)
         report.passages_removed += len(stale)
         store.vectors.put_many(inserts)
+        store.vault.set_note(doc_id, f.rel, plan.meta, plan.tags)

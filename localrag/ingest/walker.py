@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import stat
@@ -10,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from localrag.ingest import ignore as ignore_rules
 from localrag.ingest.loaders import NOT_REGULAR, TEXT_KINDS, UNREADABLE
 
 STATE_DIR = ".localrag"
@@ -78,8 +78,7 @@ class Rejected:
 
 
 def is_ignored(rel: str, patterns: list[str]) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) for p in patterns)
+    return ignore_rules.matches(rel, patterns)
 
 
 def is_candidate(rel: str, extensions: list[str], patterns: list[str]) -> bool:

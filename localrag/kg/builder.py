@@ -18,7 +18,7 @@ from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk
 from localrag.kg.extract import Extraction, ExtractorOptions, extract_passage
 from localrag.kg.run import GraphProgress, GraphReport, GraphRun, ServerUnreachable
-from localrag.kg.signals import link_triples, title_entity
+from localrag.kg.vault import passage_signals
 from localrag.llm.base import LLMError, RecordingLLM
 from localrag.llm.concurrent import accepts_parallel_calls, server_unreachable
 from localrag.records import LLMCallRecord, Passage, Triple
@@ -137,13 +137,10 @@ class GraphBuilder:
         return n if accepts_parallel_calls(self.llm()) else 1
 
     def signals(self, p: Passage) -> tuple[list[Triple], list[str]]:
-        """Link facts and the title mention: no model, never wrong about the notes' own structure."""
-
-        def title_of(path: str) -> str | None:
-            doc = self.store.docs.get(path)
-            return doc.title if doc else None
-
-        return link_triples(p.text, p.title, p.path, title_of), [title_entity(p.title)]
+        """Link, embed, alias, tag and property facts and the title mention (kg/vault.py): no model,
+        never wrong about the notes' own structure."""
+        found = passage_signals(self.store, p, frozenset(k.lower() for k in self.settings.index.skip_properties))
+        return found.triples, found.mentions
 
     def write(self, p: Passage, ex: Extraction, vectors: dict[str, np.ndarray] | None = None) -> int | None:
         # the check and the write are one transaction: a sync that renamed or retitled the document

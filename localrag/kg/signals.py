@@ -3,57 +3,45 @@
 Every passage mentions its document's title entity, and a [[wikilink]] or a Markdown
 link to another note becomes the fact (this title, "links to", that title). A passage
 that names another note's title (a span equal to it) then meets that note's passages at
-the same entity: this is what makes multi-hop over titles work.
+the same entity: this is what makes multi-hop over titles work. kg/vault.py resolves
+links against the index (names, aliases, embeds, tags, properties); this module is the
+store-free part.
 """
 
 from __future__ import annotations
 
-import posixpath
 from typing import Callable
 
+from localrag.ingest.markdown import note_links
 from localrag.kg.normalise import normalise_phrase
-from localrag.kg.spans import markdown_links, wikilinks
+from localrag.kg.vault import LINK_RELATION, fallback_title, is_note_path, link_hrefs, title_entity
 from localrag.records import Triple
 from localrag.store.documents import link_target
 
-LINK_RELATION = "links to"
-NOTE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm", ".pdf")
+__all__ = ["LINK_RELATION", "fallback_title", "link_triples", "note_link_hrefs", "title_entity"]
 
 TitleOf = Callable[[str], str | None]  # a folder-relative path -> that document's title, if indexed
 
 
-def title_entity(title: str) -> str:
-    return normalise_phrase(title)
-
-
-def fallback_title(path: str) -> str:
-    """The title the loader gives a file without a heading: its name, dashes and underscores as spaces."""
-    stem = posixpath.splitext(posixpath.basename(path))[0]
-    return stem.replace("-", " ").replace("_", " ").strip()
-
-
 def note_link_hrefs(text: str) -> list[str]:
-    """Targets of the Markdown links to other notes in ``text``, as written (no #anchor), distinct, in order.
-
-    The fast phase stores them with each passage (``passage_links``), so a change to a target
-    note re-queues exactly the passages whose links resolve to it."""
-    return list(dict.fromkeys(href for _, href in markdown_links(text) if href.lower().endswith(NOTE_SUFFIXES)))
+    """Targets of the links to other notes in ``text`` (Markdown hrefs as written, ``[[key]]`` for
+    wikilinks), distinct, in order. The fast phase stores them with each passage
+    (``passage_links``), so a change to a target note re-queues exactly the passages linking it."""
+    return link_hrefs(text)
 
 
 def link_triples(text: str, title: str, doc_path: str = "", title_of: TitleOf | None = None) -> list[Triple]:
-    """(this title, links to, target title) for each link to another note in ``text``.
-
-    A Markdown link names a file: its target's title when that file is indexed, else the file's
-    name. A [[wikilink]] names its target by itself, so it does not depend on any document."""
+    """(this title, links to, target title) for each link to another note in ``text``, without an
+    index: a Markdown link names a file (its title when ``title_of`` knows it, else its name), a
+    [[wikilink]] its target by itself."""
     source = title_entity(title)
     if not source:
         return []
-    targets: list[str] = [normalise_phrase(name) for name in wikilinks(text)]
-    for href in note_link_hrefs(text):
-        found = title_of(link_target(doc_path, href)) if title_of else None
-        targets.append(normalise_phrase(found or fallback_title(href)))
-    out: list[Triple] = []
-    for target in dict.fromkeys(targets):
-        if target and target != source:
-            out.append(Triple(source, LINK_RELATION, target, "link"))
-    return out
+    targets: list[str] = []
+    for link in note_links(text):
+        if link.markdown and is_note_path(link.target):
+            found = title_of(link_target(doc_path, link.target)) if title_of else None
+            targets.append(normalise_phrase(found or fallback_title(link.target)))
+        elif not link.markdown and link.target:
+            targets.append(normalise_phrase(link.target))
+    return [Triple(source, LINK_RELATION, t, "link") for t in dict.fromkeys(targets) if t and t != source]

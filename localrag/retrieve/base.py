@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol
 
 from localrag.config import Settings
 from localrag.embed import Embedder
 from localrag.records import Retrieval, ScoredPassage, Trace
 from localrag.store import Store
+from localrag.store.vault import PassageFilter
 
 
 @dataclass
@@ -18,6 +19,26 @@ class Context:
     embedder: Embedder
     settings: Settings
     llm_factory: Callable[[], object] | None = None  # lazily gives a RecordingLLM for LLM-guided strategies
+    # tag: / path: filter (retrieve/filters.py): every strategy keeps only the passages it lets through
+    filter: PassageFilter | None = None
+    _allowed: set[int] | None = field(default=None, init=False, repr=False)
+
+    def allowed(self) -> set[int] | None:
+        """The passage ids the filter lets through (one query per Context), None without a filter."""
+        if self.filter is None or self.filter.empty:
+            return None
+        if self._allowed is None:
+            self._allowed = self.store.vault.filtered_passage_ids(self.filter)
+        return self._allowed
+
+    def keep(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """``ranked`` without the passages the filter excludes (order kept)."""
+        allowed = self.allowed()
+        return ranked if allowed is None else [r for r in ranked if r[0] in allowed]
+
+    def keep_ids(self, ids: Iterable[int]) -> list[int]:
+        allowed = self.allowed()
+        return list(ids) if allowed is None else [i for i in ids if i in allowed]
 
     def llm(self):
         if self.llm_factory is None:
@@ -81,6 +102,7 @@ def get_strategy(name: str) -> Strategy:
 
 
 def scored(ctx: Context, ranked: list[tuple[int, float]], source: str) -> list[ScoredPassage]:
+    ranked = ctx.keep(ranked)  # the last guard: no strategy returns a filtered-out passage
     passages = ctx.store.docs.passages([pid for pid, _ in ranked])
     score = dict(ranked)
     return [ScoredPassage(p, score[p.id], source) for p in passages]

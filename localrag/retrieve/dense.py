@@ -8,7 +8,7 @@ from localrag.retrieve.base import Context, Timer, register, scored
 
 def dense_ranked(ctx: Context, text: str, k: int) -> list[tuple[int, float]]:
     vec = ctx.embedder.encode_one(text)
-    return ctx.store.vectors.knn(vec, k)
+    return ctx.store.vectors.knn(vec, k, only=ctx.allowed())
 
 
 class Dense:

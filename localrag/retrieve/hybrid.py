@@ -36,7 +36,7 @@ def rrf(rankings: list[list[tuple[int, float]]], k: int, weights: list[float] | 
 def hybrid_ranked(ctx: Context, query: str, k: int) -> tuple[list[tuple[int, float]], dict]:
     pool = max(ctx.settings.hybrid_pool, k)
     rrf_k = ctx.settings.hybrid_rrf_k
-    lexical_future = _LEXICAL.submit(ctx.store.lexical.search, query, pool, side=True)
+    lexical_future = _LEXICAL.submit(ctx.store.lexical.search, query, pool, side=True, only=ctx.allowed())
     dense = dense_ranked(ctx, query, pool)
     lexical = lexical_future.result()
     return rrf([dense, lexical], k, rrf_k=rrf_k), {"dense_hits": len(dense), "lexical_hits": len(lexical), "rrf_k": rrf_k}

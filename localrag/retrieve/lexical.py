@@ -13,7 +13,7 @@ class Lexical:
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
         with Timer(trace):
-            ranked = ctx.store.lexical.search(query, k)
+            ranked = ctx.store.lexical.search(query, k, only=ctx.allowed())
             trace.step("bm25", fts_query=fts_query(query), hits=len(ranked))
             return Retrieval(query, scored(ctx, ranked, "lexical"), trace)
 

@@ -305,7 +305,7 @@ class NeuroPath:
         are then only the embedding order's guess).
         """
         cfg = ctx.settings.neuropath
-        docs = list(inp.docs)
+        docs = ctx.keep_ids(inp.docs)
         text = " ".join(x for x in (query, inp.chain, inp.requirement) if x)
         pool = max(cfg.backfill, k)
         if cfg.completion == "hybrid":

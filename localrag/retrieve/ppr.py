@@ -184,6 +184,7 @@ class PPR:
               passage_scores: np.ndarray, k: int) -> list[tuple[int, float]]:
         order = np.argsort(-passage_scores, kind="stable")
         with_mass = [(eg.passages[i], float(passage_scores[i])) for i in order[: max(k * 4, 50)] if passage_scores[i] > 0]
+        with_mass = ctx.keep(with_mass)
         dense = dict(pool)
         unknown = [pid for pid, _ in with_mass if pid not in dense]
         dense.update(ctx.store.vectors.similarities(qvec, unknown))

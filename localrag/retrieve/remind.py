@@ -149,7 +149,7 @@ class Remind:
                    penalty=mem.penalty, **info)
 
     def _rank(self, ctx: Context, query: str, st: WalkState, expansion: Expansion, k: int, trace: Trace) -> Retrieval:
-        collected = list(dict.fromkeys(st.collected))
+        collected = ctx.keep_ids(dict.fromkeys(st.collected))
         n = max(k, len(collected))
         ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
         dense = dense_ranked(ctx, query, n + len(collected))

@@ -62,6 +62,9 @@ class Store:
         from localrag.store.memory import EdgeMemory
 
         self.memory = EdgeMemory(self)
+        from localrag.store.vault import VaultTables
+
+        self.vault = VaultTables(self)
 
     # -- plumbing -----------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> Any:

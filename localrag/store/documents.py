@@ -18,7 +18,10 @@ _PASSAGE_COLS = (
 
 
 def link_target(doc_path: str, href: str) -> str:
-    """The folder-relative path that a link written ``href`` in the document at ``doc_path`` points to."""
+    """The folder-relative path that a link written ``href`` in the document at ``doc_path`` points to;
+    for a wikilink (``[[key]]``) the name it is resolved by (store/vault.py)."""
+    if href.startswith("[[") and href.endswith("]]"):
+        return "name:" + href[2:-2]
     return posixpath.normpath(posixpath.join(posixpath.dirname(doc_path), href))
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 EmbedFn = Callable[[list[str]], np.ndarray]
 
+CERTAIN_ALIAS = "is also called"  # kg.vault.ALIAS_RELATION: a front-matter alias of a note's title
 CUT_AT = "cut_at"  # in a cached extraction: the failed reply was cut at this many tokens (a budget, not a verdict)
 
 _FACT_COLS = "f.id, f.head, f.relation, f.tail, h.name, t.name"
@@ -111,7 +112,17 @@ class Graph:
         return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
 
     def aliases(self, entity_id: int) -> list[tuple[int, float]]:
-        """Pseudo-coreference: (alias id, similarity), self excluded, best first."""
+        """Pseudo-coreference: (alias id, similarity), self excluded, best first. A note's front-matter
+        aliases (facts "is also called", kg/vault.py) are certain: similarity 1."""
+        rows = self.s.query(
+            "SELECT alias, MAX(sim) AS s FROM (SELECT alias, sim FROM coref WHERE entity = ? "
+            "UNION ALL SELECT tail, 1.0 FROM facts WHERE head = ? AND relation = ? "
+            "UNION ALL SELECT head, 1.0 FROM facts WHERE tail = ? AND relation = ?) WHERE alias <> ? "
+            "GROUP BY alias ORDER BY s DESC, alias",
+            (entity_id, entity_id, CERTAIN_ALIAS, entity_id, CERTAIN_ALIAS, entity_id))
+        return [(int(a), float(sim)) for a, sim in rows]
+
+    def _coref_rows(self, entity_id: int) -> list[tuple[int, float]]:
         rows = self.s.query("SELECT alias, sim FROM coref WHERE entity = ? ORDER BY sim DESC, alias", (entity_id,))
         return [(int(a), float(sim)) for a, sim in rows]
 
@@ -360,7 +371,7 @@ class Graph:
             for other, sim in hits:
                 if other in fresh or sim < self.coref_threshold:
                     continue
-                current = self.aliases(other)
+                current = self._coref_rows(other)
                 if any(a == eid for a, _ in current):
                     continue
                 if len(current) < self.coref_k - 1:

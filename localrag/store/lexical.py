@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Collection
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
@@ -28,19 +29,21 @@ class LexicalIndex:
     def __init__(self, store: "Store"):
         self.s = store
 
-    def search(self, text: str, k: int, *, side: bool = False) -> list[tuple[int, float]]:
+    def search(self, text: str, k: int, *, side: bool = False, only: Collection[int] | None = None) -> list[tuple[int, float]]:
         """(passage id, BM25 score, higher is better), best first.
 
         ``side``: read on the store's second connection, so a concurrent vector search on
-        the main one does not wait (hybrid retrieval).
+        the main one does not wait (hybrid retrieval). ``only``: the passages a filter lets through.
         """
         query = fts_query(text)
-        if not query:
+        if not query or (only is not None and not only):
             return []
         read = self.s.side_query if side else self.s.query
+        within = " AND rowid IN (SELECT value FROM json_each(?))" if only is not None else ""
+        params: tuple = (query, json.dumps(sorted(only)), k) if only is not None else (query, k)
         rows = read(
             "SELECT rowid, bm25(passages_fts, 2.0, 1.0, 1.0) AS score FROM passages_fts "
-            "WHERE passages_fts MATCH ? ORDER BY score LIMIT ?",
-            (query, k),
+            f"WHERE passages_fts MATCH ?{within} ORDER BY score LIMIT ?",
+            params,
         )
         return [(int(r[0]), -float(r[1])) for r in rows]

@@ -308,6 +308,57 @@ UPDATE documents SET size = -1, sha256 = '' WHERE id IN (SELECT doc_id FROM pass
 """
 
 
+def _vault(dim: int) -> str:
+    """Vault semantics (issue 18): each note's front matter, the names a [[wikilink]] can call it
+    by (file name, aliases), and its tags (front matter and inline) for filters.
+
+    A wikilink names a note, not a path, so which note it resolves to (and so its link fact)
+    depends on every note of that name: its passage_links row has target 'name:<key>', and
+    when a note of that name appears, disappears, moves or is retitled, the linking passages
+    are queued for the graph phase by trigger, in the transaction that changed it. Markdown
+    notes are read again by the next sync (front matter is no longer passage text; unchanged
+    passages keep their ids and vectors), and every passage is queued once for the graph phase
+    (its links resolve to notes now; front matter adds facts); the extraction cache answers
+    for the model, so this costs no model call for a passage whose text is unchanged.
+    """
+    requeue = (
+        "INSERT OR IGNORE INTO graph_queue(passage, priority) SELECT l.passage, d.mtime_ns FROM passage_links l "
+        "JOIN passages p ON p.id = l.passage JOIN documents d ON d.id = p.doc_id WHERE l.target"
+    )
+    return f"""
+CREATE TABLE note_meta(
+  doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+  json TEXT NOT NULL,
+  warning TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE note_names(
+  doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  PRIMARY KEY(doc_id, name, kind)
+);
+CREATE INDEX note_names_name ON note_names(name);
+CREATE TABLE note_tags(
+  doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  tag TEXT NOT NULL,
+  PRIMARY KEY(doc_id, tag)
+);
+CREATE INDEX note_tags_tag ON note_tags(tag);
+CREATE TRIGGER note_name_added AFTER INSERT ON note_names BEGIN
+  {requeue} = 'name:' || new.name;
+END;
+CREATE TRIGGER note_name_gone AFTER DELETE ON note_names BEGIN
+  {requeue} = 'name:' || old.name;
+END;
+CREATE TRIGGER note_named_changed AFTER UPDATE OF path, title ON documents
+  WHEN old.path <> new.path OR old.title <> new.title BEGIN
+  {requeue} IN (SELECT 'name:' || name FROM note_names WHERE doc_id = new.id);
+END;
+UPDATE documents SET size = -1, sha256 = '' WHERE kind = 'markdown';
+INSERT OR IGNORE INTO graph_queue(passage, priority) SELECT p.id, d.mtime_ns FROM passages p JOIN documents d ON d.id = p.doc_id;
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -315,5 +366,6 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "memory", _memory),
     Migration(5, "vector_rescoring", _vector_rescoring),
     Migration(6, "passage_links", _passage_links),
+    Migration(7, "vault", _vault),
 ]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -169,10 +169,32 @@ class PassageVectors:
             f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM passage_vec WHERE rowid IN ({marks})", [blob, *ids])
         return sorted(((int(r[0]), 1.0 - float(r[1])) for r in rows), key=lambda t: (-t[1], t[0]))[:k]
 
-    def knn(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def knn(self, query: np.ndarray, k: int, only: Collection[int] | None = None) -> list[tuple[int, float]]:
+        """(passage id, cosine similarity), best first; ``only``: among these passages (a filter)."""
+        if only is not None:
+            return self.knn_among(query, k, only)
         if self.count() <= EXACT_LIMIT:
             return self.knn_exact(query, k)
         return self.knn_fast(query, k)
+
+    def knn_among(self, query: np.ndarray, k: int, only: Collection[int]) -> list[tuple[int, float]]:
+        """Exact KNN restricted to ``only``: cosine over their vectors when they are few, else the
+        unrestricted search widened until k of them are found (or every vector was ranked)."""
+        if not only or k < 1:
+            return []
+        if len(only) <= EXACT_LIMIT:
+            ids, matrix = self._matrix(sorted(only))
+            if not len(ids):
+                return []
+            scores = matrix @ np.asarray(query, dtype=np.float32)
+            order = np.lexsort((ids, -scores))[:k]
+            return [(int(ids[i]), float(scores[i])) for i in order]
+        wanted, total = k * 4, self.count()
+        while True:
+            hits = [h for h in self.knn(query, min(wanted, total)) if h[0] in only]
+            if len(hits) >= k or wanted >= total:
+                return hits[:k]
+            wanted *= 4
 
     def count_cached(self) -> int:
         return self.count()

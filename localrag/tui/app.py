@@ -26,6 +26,7 @@ from localrag.embed import Embedder
 from localrag.ingest.watcher import AutoIndexer, IndexCycle
 from localrag.llm.base import LLMError
 from localrag.retrieve import strategy_names
+from localrag.retrieve.filters import FilterError, parse_where, split_inline_filters
 from localrag.tui.chat import AnswerBlock, ChatLog, QuestionInput
 from localrag.tui.help import HelpScreen
 from localrag.tui.messages import AnswerFailed, AnswerFinished, AnswerStage, AnswerTokens, IndexCycleDone
@@ -283,7 +284,8 @@ class LocalRagApp(ModelControl, App[None]):
                 if block.buffer.push(token):
                     self.post_message(AnswerTokens(block_id))
 
-            answer = self.assistant.ask(question, strategy=strategy, on_token=on_token)
+            question, terms = split_inline_filters(question)  # "/tag:project /path:work/ who …"
+            answer = self.assistant.ask(question, strategy=strategy, on_token=on_token, where=parse_where(terms))
         except Closing:
             return
         except EmptyIndexError:
@@ -291,6 +293,8 @@ class LocalRagApp(ModelControl, App[None]):
                                                      "then ask again"))
         except LLMError as exc:
             self.post_message(AnswerFailed(block_id, f"model error: {exc}"))
+        except FilterError as exc:
+            self.post_message(AnswerFailed(block_id, str(exc)))
         except Exception as exc:  # never crash the app on one bad question
             self.post_message(AnswerFailed(block_id, f"{type(exc).__name__}: {exc}"))
         else:

@@ -24,6 +24,7 @@ are picked up within a second. Files that cannot be indexed are listed under
 | key | what it does |
 |---|---|
 | Enter | ask the question in the input |
+| /tag:NAME /path:DIR/ | in the question: answer only from notes with that tag (nested tags too) or under that folder; /-path:DIR/ leaves one out |
 | Up / Down | previous / next question (history) |
 | F1 | this help (Esc closes it) |
 | F2 | jump to the citations of the last answer (Up/Down, Enter opens one) |

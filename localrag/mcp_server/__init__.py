@@ -1,0 +1,1 @@
+"""The MCP server (`localrag mcp`): the index as tools for other assistants."""

@@ -1,0 +1,96 @@
+"""`localrag mcp FOLDER`: the index as a Model Context Protocol server over stdio (the official
+``mcp`` SDK). Tools: search, ask, status, open (docs/mcp.md says what each returns).
+
+Tool work runs on a worker thread (embedding, SQLite and llama.cpp all block), so the event
+loop keeps answering and sends MCP progress notifications while a long call runs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Callable
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from localrag import __version__
+from localrag.mcp_server.tools import NotesTools, ToolRefused
+
+INSTRUCTIONS = (
+    "Search and question the user's notes folder, indexed by localrag (offline, with a knowledge graph). "
+    "`search` returns ranked passages with path:lines and scores; `ask` answers from the notes with numbered "
+    "citations; `open` shows a note's lines (cite what you use as path:lines); `status` tells what is indexed. "
+    "Filters: tag:NAME (nested tags included), path:FOLDER/, -path:FOLDER/."
+)
+
+
+async def _run(ctx: Context | None, work: Callable[..., dict], *args: Any) -> dict:
+    """``work(*args, progress)`` on a worker thread; its progress goes out as MCP notifications."""
+
+    def progress(done: float, total: float, message: str) -> None:
+        if ctx is None:
+            return
+        try:
+            anyio.from_thread.run(ctx.report_progress, done, total, message)
+        except Exception:  # a client that went away must not fail the call
+            pass
+
+    try:
+        return await anyio.to_thread.run_sync(lambda: work(*args, progress))
+    except ToolRefused as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def build_server(tools: NotesTools) -> MCPServer:
+    server = MCPServer(name="localrag", title="localrag notes", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.tool(description="Ranked passages of the notes for a query, each with its path:lines location, "
+                 "score and text. No language model is used by the default strategy (hybrid).")
+    async def search(
+        query: Annotated[str, Field(description="what to look for, in words")],
+        k: Annotated[int, Field(description="passages to return (1-50)")] = 5,
+        strategy: Annotated[str, Field(description="auto, dense, lexical, hybrid, ppr, neuropath or remind")] = "hybrid",
+        filters: Annotated[list[str], Field(description="e.g. ['tag:project', 'path:work/', '-path:archive/']")] = [],  # noqa: B006
+        ctx: Context | None = None,
+    ) -> dict:
+        return await _run(ctx, lambda q, kk, s, f, progress: tools.search(q, kk, s, f, progress),
+                          query, k, strategy, list(filters))
+
+    @server.tool(description="An answer from the notes by the local model, with numbered citations "
+                 "(path:lines), the evidence passages and the cost (LLM calls, tokens, seconds).")
+    async def ask(
+        question: Annotated[str, Field(description="the question")],
+        strategy: Annotated[str, Field(description="auto (default), dense, lexical, hybrid, ppr, neuropath, remind")] = "auto",
+        filters: Annotated[list[str], Field(description="e.g. ['tag:project', 'path:work/']")] = [],  # noqa: B006
+        ctx: Context | None = None,
+    ) -> dict:
+        return await _run(ctx, lambda q, s, f, progress: tools.ask(q, s, f, None, progress),
+                          question, strategy, list(filters))
+
+    @server.tool(description="What is indexed: documents, passages, graph size, tags and aliases, skipped "
+                 "files and front-matter warnings.")
+    async def status(ctx: Context | None = None) -> dict:
+        return await _run(ctx, lambda progress: tools.status())
+
+    @server.tool(name="open", description="The text of an indexed note, or of a line range of it (e.g. lines "
+                 "'12-20', as in a citation's path:lines). Only notes inside the folder can be opened.")
+    async def open_note(
+        path: Annotated[str, Field(description="the note's path relative to the notes folder")],
+        lines: Annotated[str, Field(description="'START-END' or 'LINE'; empty for the start of the note")] = "",
+        ctx: Context | None = None,
+    ) -> dict:
+        return await _run(ctx, lambda p, ln, progress: tools.open(p, ln), path, lines)
+
+    return server
+
+
+def serve(tools: NotesTools) -> None:
+    """Sync first unless read-only, then serve on stdin/stdout until the client closes it."""
+    tools.sync()
+    try:
+        build_server(tools).run("stdio")
+    finally:
+        tools.close()
