@@ -24,6 +24,7 @@ import numpy as np
 from localrag.config import IndexSettings
 from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk, chunk_text
+from localrag.ingest.window import fit_window
 from localrag.ingest.loaders import LoadedText, SkipFile, load_data, read_bytes
 from localrag.ingest.walker import FoundFile, walk
 from localrag.kg.signals import note_link_hrefs
@@ -125,7 +126,7 @@ def sync_folder(
             if should_stop and should_stop():
                 break
             emit(Progress("scan", i, len(todo), f.rel))
-            plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
+            plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder)
             if plan is None:
                 continue
             plans.append(plan)
@@ -166,7 +167,8 @@ def _recorded_size(f: FoundFile) -> int:
     return -1 if time.time_ns() - f.mtime_ns < RACY_WINDOW_NS else f.size
 
 
-def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport) -> _Plan | None:
+def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport,
+               embedder: Embedder | None = None) -> _Plan | None:
     try:
         data_sha, loaded = _load(f, settings)
         f = replace(f, size=_recorded_size(f))
@@ -194,6 +196,7 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
         report.passages_kept += len(store.docs.passage_hashes(old.id))
         return None
     chunks = chunk_text(loaded.text, loaded.kind, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
+    chunks = fit_window(chunks, loaded.text, embedder)  # no text past the embedder's window
     mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line)) for c in chunks]
     return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None)
 
