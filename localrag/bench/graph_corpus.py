@@ -1,7 +1,9 @@
 """A generated corpus with the entity structure of a real vault, for the graph part of `bench scale`.
 
 A fixed "world" of people, places and organisations recurs across files with a
-Zipf-like skew (a few are everywhere, most appear a handful of times). Each file is a
+Zipf-like skew (a few are everywhere, most appear a handful of times), plus a long
+tail of people named in one or two passages each (about one new entity per passage,
+so the entity table grows with the corpus as a real vault's does). Each file is a
 note about one of them (its title), of sections of 150-300 word-tokens; sentences
 mention two or three entities, and some link to the notes of others, as Markdown
 links or ``[[wikilinks]]``. Deterministic for a seed.
@@ -17,17 +19,24 @@ from pathlib import Path
 from localrag.bench import vocab
 
 PER_FILE = 10
-MIN_TOKENS, MAX_TOKENS = 150, 280  # chunker's regex count; its cap is 300
+MIN_TOKENS, MAX_TOKENS = 110, 190  # regex count: ~150-250 MiniLM wordpieces, inside its 254 window
 _PLACE_FORMS = ("{p}", "North {p}", "{p} Harbour", "Upper {p}", "{p} Valley", "Old {p}")
 _ORG_KINDS = ("Historical Society", "Museum", "Choir", "Rowing Club", "Chamber of Commerce", "Printing House",
               "Observatory", "Hospital", "Grammar School", "Cooperative Bank")
 
 
+_SYLLABLES = ("bram ald cor dun el fen gar hal isen jor kel lum mor nor ost pel quar ros sten tor ul ven wick yar "
+              "zel bry cal dar").split()
+_ENDINGS = ("ford ley ton wood by stead more field ham worth ridge low mere dale cote").split()
+TAIL_SHARE = 0.35  # of person mentions: someone from the long tail (one or two notes mention them)
+
+
 @dataclass(frozen=True)
 class World:
-    people: list[str]
+    people: list[str]  # recurring, Zipf-skewed
     places: list[str]
     orgs: list[str]
+    tail: list[str]  # one person per passage or so, each named in a few passages only
 
     @classmethod
     def sized(cls, n_passages: int, rng: random.Random) -> "World":
@@ -39,8 +48,12 @@ class World:
         orgs = [f"{p} {kind}" for p in vocab.PLACES for kind in _ORG_KINDS] + [o[4:].title() if o.startswith("the ")
                                                                               else o for o in vocab.ORGS]
         rng.shuffle(orgs)
+        surnames = sorted({f"{a}{b}{c}".capitalize() for a in _SYLLABLES for b in _SYLLABLES for c in _ENDINGS})
+        rng.shuffle(surnames)
+        firsts = vocab.FIRST_NAMES
+        tail = [f"{firsts[(i * 31) % len(firsts)]} {surnames[i % len(surnames)]}" for i in range(max(100, n_passages))]
         return cls(people, places[: max(60, min(len(places), n_passages // 200))],
-                   orgs[: max(40, min(len(orgs), n_passages // 250))])
+                   orgs[: max(40, min(len(orgs), n_passages // 250))], tail)
 
 
 def _zipf(rng: random.Random, items: list[str]) -> str:
@@ -84,7 +97,8 @@ class _Writer:
 
     def sentence(self, subject: str) -> str:
         r, w = self.rng, self.w
-        person, other = _zipf(r, w.people), _zipf(r, w.people)
+        person = r.choice(w.tail) if r.random() < TAIL_SHARE else _zipf(r, w.people)
+        other = _zipf(r, w.people)
         self.people_named.append(person)
         place, org = _zipf(r, w.places), _zipf(r, w.orgs)
         topic = r.choice(list(vocab.TOPICS))
