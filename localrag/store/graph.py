@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 EmbedFn = Callable[[list[str]], np.ndarray]
 
+# queue priorities are file mtimes in ns (~1.8e18) until a question asks for a passage: then this plus ms
+ASKED = 1 << 62
 CUT_AT = "cut_at"  # in a cached extraction: the failed reply was cut at this many tokens (a budget, not a verdict)
 
 _FACT_COLS = "f.id, f.head, f.relation, f.tail, h.name, t.name"
@@ -221,6 +223,24 @@ class Graph:
             f"SELECT passage, priority, attempts, error FROM graph_queue {where} ORDER BY priority DESC, passage LIMIT ?", params
         )
         return [QueueItem(int(r[0]), int(r[1]), int(r[2]), r[3]) for r in rows]
+
+    def prioritise(self, passage_ids: Sequence[int]) -> int:
+        """Move these queued passages (best first) ahead of every file-ordered one, the latest call's
+        first (a question retrieved them: LazyGraphRAG's insight). Reads first, so nothing to move
+        costs no write transaction. Returns how many moved."""
+        ids = list(dict.fromkeys(int(p) for p in passage_ids))
+        if not ids:
+            return 0
+        waiting = [int(r[0]) for r in self.s.query(
+            f"SELECT passage FROM graph_queue WHERE passage IN ({_marks(len(ids))}) AND priority < ?", (*ids, ASKED))]
+        if not waiting:
+            return 0
+        now = ASKED + (time.time_ns() // 1_000_000) * 1000
+        rank = {p: i for i, p in enumerate(ids)}
+        with self.s.transaction():
+            self.s.executemany("UPDATE graph_queue SET priority = ? WHERE passage = ?",
+                               [(now + 999 - min(rank[p], 999), p) for p in waiting])
+        return len(waiting)
 
     def queue_length(self) -> int:
         return int(self.s.one("SELECT COUNT(*) FROM graph_queue")[0])
