@@ -43,6 +43,7 @@ class EntityMatrix:
         self.dim = store.dim
         self._ids = np.zeros(0, dtype=np.int64)
         self._vecs = np.zeros((0, self.dim), dtype=np.float32)
+        self._norms = np.zeros(0, dtype=np.float64)  # float64 norm per row, kept as rows are added
         self._n = 0
         self._pos: dict[int, int] = {}
         self._loaded = False
@@ -61,6 +62,10 @@ class EntityMatrix:
             self._vecs[i] = from_blob(blob)
         self._n = len(rows)
         self._ids = np.concatenate([self._ids, np.zeros(len(self._vecs) - self._n, dtype=np.int64)])
+        self._norms = np.zeros(len(self._vecs), dtype=np.float64)
+        for start in range(0, self._n, 8192):  # in slices: no float64 copy of the whole matrix
+            block = self._vecs[start:min(self._n, start + 8192)].astype(np.float64)
+            self._norms[start:start + len(block)] = np.linalg.norm(block, axis=1)
         self._pos = {int(e): i for i, e in enumerate(self._ids[: self._n])}
         self._loaded = True
 
@@ -87,6 +92,7 @@ class EntityMatrix:
         n = int(keep.sum())
         self._ids[:n] = self._ids[: self._n][keep]
         self._vecs[:n] = self._vecs[: self._n][keep]
+        self._norms[:n] = self._norms[: self._n][keep]
         self._n = n
         self._pos = {int(e): i for i, e in enumerate(self._ids[:n])}
 
@@ -99,6 +105,9 @@ class EntityMatrix:
             grown = np.zeros((size, self.dim), dtype=np.float32)
             grown[: self._n] = self._vecs[: self._n]
             self._vecs = grown
+            norms = np.zeros(size, dtype=np.float64)
+            norms[: self._n] = self._norms[: self._n]
+            self._norms = norms
             self._ids = np.concatenate([self._ids[: self._n], np.zeros(size - self._n, dtype=np.int64)])
         for eid, vec in zip(ids, np.asarray(vectors, dtype=np.float32)):
             at = self._pos.get(int(eid))
@@ -108,6 +117,7 @@ class EntityMatrix:
                 self._pos[int(eid)] = at
                 self._ids[at] = eid
             self._vecs[at] = vec
+            self._norms[at] = float(np.linalg.norm(vec.astype(np.float64)))
 
     def vector(self, eid: int) -> np.ndarray:
         return self._vecs[self._pos[eid]]
@@ -118,8 +128,7 @@ class EntityMatrix:
         out: dict[int, Neighbours] = {}
         if not ids or self._n == 0:
             return out
-        matrix, all_ids = self._vecs[: self._n], self._ids[: self._n]
-        norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+        matrix, all_ids, norms = self._vecs[: self._n], self._ids[: self._n], self._norms[: self._n]
         for start in range(0, len(ids), BLOCK):
             block = ids[start:start + BLOCK]
             rows = np.stack([self.vector(e) for e in block])
@@ -135,7 +144,7 @@ class EntityMatrix:
         cut = min(float(kth), threshold) - MARGIN
         cand = np.flatnonzero(row >= cut)
         mine = self.vector(eid).astype(np.float64)
-        exact = (matrix[cand].astype(np.float64) @ mine) / np.maximum(norms[cand] * np.linalg.norm(mine), 1e-12)
+        exact = (matrix[cand].astype(np.float64) @ mine) / np.maximum(norms[cand] * self._norms[self._pos[eid]], 1e-12)
         exact = np.round(exact, 7)
         cand_ids = all_ids[cand]
         order = np.lexsort((cand_ids, -exact))
