@@ -166,7 +166,10 @@ class Assistant:
             raise EmptyIndexError(
                 f"the index of {self.index.folder} has no passages yet: run `localrag index {self.index.folder}` first"
             )
-        return get_strategy(name).retrieve(self.context(where), question, k or max(self.settings.top_k, 10))
+        retrieval = get_strategy(name).retrieve(self.context(where), question, k or max(self.settings.top_k, 10))
+        if self.settings.index.queue_asked_first:  # the graph grows where the user asks first
+            self._log_query(lambda: self.index.store.graph.prioritise([sp.passage.id for sp in retrieval.passages]))
+        return retrieval
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, answer: bool = True,
             short: bool = False, on_token: Callable[[str], None] | None = None,

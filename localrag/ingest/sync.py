@@ -28,6 +28,7 @@ from localrag.ingest.frontmatter import NoteMeta
 from localrag.ingest.ignore import folder_patterns
 from localrag.ingest.loaders import FAILED, UNREADABLE, LoadedText, SkipFile, load_data, read_bytes
 from localrag.ingest.markdown import inline_tags
+from localrag.ingest.window import fit_window
 from localrag.ingest.walker import FoundFile, walk
 from localrag.kg.signals import note_link_hrefs
 from localrag.records import SkippedFile
@@ -146,7 +147,7 @@ def sync_folder(
                 break
             emit(Progress("scan", i, len(todo), f.rel))
             try:
-                plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report)
+                plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder)
             except Exception as exc:  # one bad file never stops the folder
                 if _stops_sync(exc):
                     raise
@@ -194,7 +195,8 @@ def _recorded_size(f: FoundFile) -> int:
     return -1 if time.time_ns() - f.mtime_ns < RACY_WINDOW_NS else f.size
 
 
-def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport) -> _Plan | None:
+def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport,
+               embedder: Embedder | None = None) -> _Plan | None:
     try:
         data_sha, loaded = _load(f, settings)
         f = replace(f, size=_recorded_size(f))
@@ -223,6 +225,7 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
         report.passages_kept += len(store.docs.passage_hashes(old.id))
         return None
     chunks = chunk_text(loaded.text, loaded.kind, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
+    chunks = fit_window(chunks, loaded.text, embedder)  # no text past the embedder's window
     mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line)) for c in chunks]
     tags = tuple(inline_tags(loaded.text)) if loaded.kind == "markdown" else ()
     return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, loaded.meta, tags)

@@ -321,11 +321,25 @@ class AutoIndexer:
         sync = self._guarded(IndexCycle(trigger, "sync"), lambda c: self._sync(c, interrupted))
         self.on_result(sync)
         if sync.error or sync.stopped or not self.has_graph_phase or self._held.is_set():
+            self._save_matrix(sync)
             return
         # a newer change pre-empts the slow phase: it continues after that change's sync
         graph_stop = lambda: interrupted() or self._held.is_set() or not self._queue.empty()  # noqa: E731
         graph = self._guarded(IndexCycle(trigger, "graph"), lambda c: self._extract(c, graph_stop))
         self.on_result(graph)
+
+    def _save_matrix(self, sync: IndexCycle) -> None:
+        """No graph phase this cycle (it saves the walk matrix itself): keep the saved matrix
+        current after a sync that removed or changed passages, so a new process loads it as is."""
+        store = getattr(self.index, "store", None)
+        if store is None or sync.error or sync.sync is None or not sync.sync.changed:
+            return
+        from localrag.kg.entity_graph import save_entity_graph
+
+        try:
+            save_entity_graph(store)
+        except Exception:  # a busy or read-only index: readers update from the marks instead
+            pass
 
     def _guarded(self, cycle: IndexCycle, work: Callable[[IndexCycle], None]) -> IndexCycle:
         from localrag.store.lock import LockBusy

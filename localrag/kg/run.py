@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,6 +28,19 @@ class GraphProgress:
 
 
 @dataclass
+class StepTimes:
+    """Seconds per step of a graph run: extract (rules or model), embed (entity names, on the worker
+    thread: overlaps the others), embed_wait (the main thread waiting for it), coref, write."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, step: str, seconds: float) -> None:
+        with self._lock:
+            self.seconds[step] = self.seconds.get(step, 0.0) + seconds
+
+
+@dataclass
 class GraphReport:
     passages: int = 0
     facts_added: int = 0
@@ -43,6 +57,7 @@ class GraphReport:
     rejected: dict[str, int] = field(default_factory=dict)  # grounding rejections by reason
     extractor: str = ""  # the extractor used ("auto" resolved) and why
     concurrency: int = 1  # model calls in flight
+    steps: StepTimes = field(default_factory=StepTimes)
 
 
 class ServerUnreachable(LLMError):

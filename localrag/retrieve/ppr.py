@@ -5,20 +5,17 @@ edges. The walk restarts at the query's entities (spans of the query found by th
 span finder, each linked to its nearest entity, plus the entities nearest to the whole
 query; no LLM), weighted by node specificity 1/|passages mentioning it| as HippoRAG
 does. A passage scores the PPR mass of the entities it mentions; ties and passages with
-no mass are ordered by dense similarity. The graph is built once per store state
-(``Graph.version``) and cached.
+no mass are ordered by dense similarity. The graph is saved in the index and loaded
+(kg/entity_graph.py), brought up to the store's state (``Graph.version``) incrementally.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 
+from localrag.kg.entity_graph import EntityGraph, entity_graph
 from localrag.kg.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
@@ -27,74 +24,6 @@ from localrag.store import Store
 
 MAX_ITER = 100
 TOL = 1e-6
-
-
-@dataclass
-class EntityGraph:
-    version: int
-    graph: nx.Graph  # entity ids as nodes, "weight" on edges
-    nodes: list[int]  # entity id per matrix row
-    index: dict[int, int]  # entity id -> row
-    transition: sp.csr_matrix  # column-stochastic walk matrix (rows: to, columns: from)
-    dangling: np.ndarray  # bool per node: no edges
-    mentions: sp.csr_matrix  # passages x entities, 1 where the passage mentions the entity
-    passages: list[int]  # passage id per mentions row
-    mention_counts: np.ndarray  # passages mentioning each entity
-
-    @property
-    def empty(self) -> bool:
-        return not self.nodes
-
-
-def build_entity_graph(store: Store) -> EntityGraph:
-    version = store.graph.version()
-    g = nx.Graph()
-    g.add_nodes_from(store.graph.all_entities())
-    for fact in store.graph.all_facts():
-        if fact.head == fact.tail:
-            continue
-        w = g.get_edge_data(fact.head, fact.tail, {}).get("weight", 0.0)
-        g.add_edge(fact.head, fact.tail, weight=w + 1.0)
-    for entity, alias, sim in store.graph.all_coref():
-        if not g.has_edge(entity, alias):
-            g.add_edge(entity, alias, weight=float(sim))
-    nodes = list(g.nodes)
-    index = {e: i for i, e in enumerate(nodes)}
-    n = len(nodes)
-    if n:
-        adj = nx.to_scipy_sparse_array(g, nodelist=nodes, weight="weight", format="csr")
-        out_weight = np.asarray(adj.sum(axis=1)).ravel()
-        dangling = out_weight == 0
-        inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=~dangling)
-        transition = sp.csr_matrix((sp.diags(inv) @ adj).T)
-    else:
-        transition, dangling = sp.csr_matrix((0, 0)), np.zeros(0, dtype=bool)
-    rows = store.graph.all_mentions()
-    passages = sorted({p for _, p in rows})
-    prow = {p: i for i, p in enumerate(passages)}
-    data = [(prow[p], index[e]) for e, p in rows if e in index]
-    mentions = sp.csr_matrix(
-        (np.ones(len(data)), ([r for r, _ in data], [c for _, c in data])), shape=(len(passages), n)
-    )
-    counts = np.asarray(mentions.sum(axis=0)).ravel() if n else np.zeros(0)
-    return EntityGraph(version, g, nodes, index, transition, dangling, mentions, passages, counts)
-
-
-_CACHE: "weakref.WeakKeyDictionary[Store, EntityGraph]" = weakref.WeakKeyDictionary()
-_CACHE_LOCK = threading.Lock()
-
-
-def entity_graph(store: Store) -> EntityGraph:
-    """The cached graph of this store, rebuilt only when the graph tables changed."""
-    version = store.graph.version()
-    with _CACHE_LOCK:
-        hit = _CACHE.get(store)
-        if hit is not None and hit.version == version:
-            return hit
-    built = build_entity_graph(store)
-    with _CACHE_LOCK:
-        _CACHE[store] = built
-    return built
 
 
 def personalised_pagerank(eg: EntityGraph, reset: np.ndarray, damping: float) -> np.ndarray:
@@ -169,7 +98,7 @@ class PPR:
             pool = dense_ranked(ctx, query, max(k, ctx.settings.graph.ppr_pool))
             eg = entity_graph(ctx.store)
             seeds = [s for s in query_seeds(ctx, query, qvec) if s.entity in eg.index] if not eg.empty else []
-            trace.step("graph", entities=len(eg.nodes), edges=eg.graph.number_of_edges(), version=eg.version)
+            trace.step("graph", entities=len(eg.nodes), edges=eg.edge_count, version=eg.version, loaded=eg.how)
             trace.step("seeds", seeds=[{"entity": s.entity, "name": s.name, "weight": round(s.weight, 4), "via": s.via}
                                        for s in seeds])
             if not seeds:

@@ -9,15 +9,17 @@ are kept exact by ``_coref_add`` on insert and ``refresh_dirty_coref`` on delete
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from localrag.records import Fact, GraphCounts, Triple
 from localrag.store.connection import driver
+from localrag.store.entity_matrix import EntityMatrix
 from localrag.store.vectors import from_blob, to_blob
 
 if TYPE_CHECKING:
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 EmbedFn = Callable[[list[str]], np.ndarray]
 
 CERTAIN_ALIAS = "is also called"  # kg.vault.ALIAS_RELATION: a front-matter alias of a note's title
+# queue priorities are file mtimes in ns (~1.8e18) until a question asks for a passage: then this plus ms
+ASKED = 1 << 62
 CUT_AT = "cut_at"  # in a cached extraction: the failed reply was cut at this many tokens (a budget, not a verdict)
 
 _FACT_COLS = "f.id, f.head, f.relation, f.tail, h.name, t.name"
@@ -70,6 +74,9 @@ class Graph:
         self.s = store
         self.coref_k = 5
         self.coref_threshold = 0.8
+        self.matrix = EntityMatrix(store)
+        self._deferred: list[int] | None = None  # new entities whose coref waits for the batch's end
+        self.coref_seconds = 0.0  # spent in _coref_add (the graph phase reports its share)
         store.before_commit.append(self.refresh_dirty_coref)
 
     def configure_coref(self, k: int, threshold: float) -> None:
@@ -122,7 +129,8 @@ class Graph:
             (entity_id, entity_id, CERTAIN_ALIAS, entity_id, CERTAIN_ALIAS, entity_id))
         return [(int(a), float(sim)) for a, sim in rows]
 
-    def _coref_rows(self, entity_id: int) -> list[tuple[int, float]]:
+    def _stored_aliases(self, entity_id: int) -> list[tuple[int, float]]:
+        """The coref rows alone (the similarity aliases that coreference maintains)."""
         rows = self.s.query("SELECT alias, sim FROM coref WHERE entity = ? ORDER BY sim DESC, alias", (entity_id,))
         return [(int(a), float(sim)) for a, sim in rows]
 
@@ -228,6 +236,24 @@ class Graph:
         )
         return [QueueItem(int(r[0]), int(r[1]), int(r[2]), r[3]) for r in rows]
 
+    def prioritise(self, passage_ids: Sequence[int]) -> int:
+        """Move these queued passages (best first) ahead of every file-ordered one, the latest call's
+        first (a question retrieved them: LazyGraphRAG's insight). Reads first, so nothing to move
+        costs no write transaction. Returns how many moved."""
+        ids = list(dict.fromkeys(int(p) for p in passage_ids))
+        if not ids:
+            return 0
+        waiting = [int(r[0]) for r in self.s.query(
+            f"SELECT passage FROM graph_queue WHERE passage IN ({_marks(len(ids))}) AND priority < ?", (*ids, ASKED))]
+        if not waiting:
+            return 0
+        now = ASKED + (time.time_ns() // 1_000_000) * 1000
+        rank = {p: i for i, p in enumerate(ids)}
+        with self.s.transaction():
+            self.s.executemany("UPDATE graph_queue SET priority = ? WHERE passage = ?",
+                               [(now + 999 - min(rank[p], 999), p) for p in waiting])
+        return len(waiting)
+
     def queue_length(self) -> int:
         return int(self.s.one("SELECT COUNT(*) FROM graph_queue")[0])
 
@@ -318,7 +344,10 @@ class Graph:
                     "INSERT OR REPLACE INTO extractions(passage_sha, model, prompt_version, json) VALUES(?,?,?,?)",
                     (cache.passage_sha, cache.model, cache.prompt_version, json.dumps(cache.payload)),
                 )
-            self._coref_add(new_ids)
+            if self._deferred is not None:
+                self._deferred += new_ids
+            else:
+                self._coref_add(new_ids)
             return WriteResult(facts_added, len(new_ids), len(wanted_facts), len(wanted_entities))
 
     def _ensure_entities(self, names: list[str], embed: EmbedFn) -> tuple[dict[str, int], list[int]]:
@@ -333,24 +362,33 @@ class Graph:
                 self.s.execute("INSERT INTO entity_vec(rowid, embedding) VALUES(?, ?)", (eid, to_blob(vec)))
                 ids[name] = eid
                 new_ids.append(eid)
+            self.matrix.add(new_ids, vectors)
         return ids, new_ids
 
-    # -- pseudo-coreference ---------------------------------------------------------------
-    def _neighbours(self, vec: np.ndarray) -> list[tuple[int, float]]:
-        """The top-k neighbours (self included) and beyond them every entity >= threshold, best first."""
-        k = max(32, self.coref_k)
-        while True:
-            hits = self.entity_knn(vec, k)
-            if len(hits) < k or hits[-1][1] < self.coref_threshold or k >= 4096:
-                return hits
-            k *= 4
+    @contextlib.contextmanager
+    def deferred_coref(self) -> Iterator[None]:
+        """Inside one transaction: the coref rows of every entity the enclosed writes add are
+        computed once, at the end, by one batched search. The rows are those the writes one by
+        one would give: an entity's aliases are its top k - 1 others above the threshold, ordered
+        by (similarity, id), whatever order the entities came in."""
+        if self._deferred is not None:  # nested: the outer batch computes them
+            yield
+            return
+        self._deferred = []
+        try:
+            yield
+            self._coref_add(self._deferred)
+        except BaseException:
+            self.matrix.invalidate()
+            raise
+        finally:
+            self._deferred = None
 
+    # -- pseudo-coreference ---------------------------------------------------------------
     def _own_aliases(self, entity_id: int, hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        """NeuroPath's rule: the top-k neighbours including the entity itself, >= threshold, self dropped."""
-        top = hits[: self.coref_k]
-        others = [(e, s) for e, s in top if e != entity_id]
-        if len(others) == len(top):  # ties with exact duplicates pushed self out of the top k
-            others = others[: self.coref_k - 1]
+        """NeuroPath's rule: the top-k neighbours including the entity itself, >= threshold, self
+        dropped (an exact duplicate ranked above self keeps k - 1 others)."""
+        others = [(e, s) for e, s in hits if e != entity_id][: self.coref_k - 1]
         return [(e, s) for e, s in others if s >= self.coref_threshold]
 
     def _set_aliases(self, entity_id: int, hits: list[tuple[int, float]]) -> None:
@@ -360,25 +398,36 @@ class Graph:
 
     def _coref_add(self, new_ids: list[int]) -> None:
         """New entities get their own rows; an existing entity takes a new one as alias when it
-        now ranks in its top k (replacing its weakest alias if it already has k - 1)."""
+        now ranks in its top k - 1 (by similarity, then id), dropping the ones it outranks."""
         if not new_ids:
             return
-        vectors = self.entity_vectors(new_ids)
+        started = time.perf_counter()
+        try:
+            self._coref_rows(new_ids)
+        finally:
+            self.coref_seconds += time.perf_counter() - started
+
+    def _coref_rows(self, new_ids: list[int]) -> None:
+        self.matrix.check()
+        hits = self.matrix.neighbours(new_ids, self.coref_k, self.coref_threshold)
         fresh = set(new_ids)
-        for eid in new_ids:  # every new vector is in entity_vec already, so new entities see each other
-            hits = self._neighbours(vectors[eid])
-            self._set_aliases(eid, hits)
-            for other, sim in hits:
-                if other in fresh or sim < self.coref_threshold:
-                    continue
-                current = self._coref_rows(other)
-                if any(a == eid for a, _ in current):
-                    continue
-                if len(current) < self.coref_k - 1:
-                    self.s.execute("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)", (other, eid, sim))
-                elif current and sim > current[-1][1]:
-                    self.s.execute("DELETE FROM coref WHERE entity = ? AND alias = ?", (other, current[-1][0]))
-                    self.s.execute("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)", (other, eid, sim))
+        rows: list[tuple[int, int, float]] = []
+        offered: dict[int, list[tuple[int, float]]] = {}
+        for eid in new_ids:
+            found = hits[eid].pairs() if eid in hits else []
+            rows += [(eid, a, s) for a, s in self._own_aliases(eid, found)]
+            for other, sim in found:
+                if other not in fresh and sim >= self.coref_threshold:
+                    offered.setdefault(other, []).append((eid, sim))
+        self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)", rows)
+        for other, new in offered.items():
+            current = self._stored_aliases(other)
+            best = sorted(current + new, key=lambda t: (-t[1], t[0]))[: self.coref_k - 1]
+            keep = {a for a, _ in best}
+            self.s.executemany("DELETE FROM coref WHERE entity = ? AND alias = ?",
+                               [(other, a) for a, _ in current if a not in keep])
+            self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)",
+                               [(other, a, s) for a, s in new if a in keep])
 
     def refresh_dirty_coref(self) -> None:
         """Recompute entities that lost an alias to a deletion (runs just before each COMMIT)."""
@@ -388,17 +437,17 @@ class Graph:
             return
         if not dirty:
             return
-        vectors = self.entity_vectors(dirty)
-        for eid in dirty:
-            if eid in vectors:
-                self._set_aliases(eid, self.entity_knn(vectors[eid], self.coref_k))
+        self.matrix.check()
+        hits = self.matrix.neighbours([e for e in dirty if e in self.matrix], self.coref_k, self.coref_threshold)
+        for eid, found in hits.items():
+            self._set_aliases(eid, found.pairs())
         self.s.execute("DELETE FROM coref_dirty")
 
     def rebuild_coref(self) -> None:
         """Recompute every coref row from scratch (a check, and a repair after changing k or threshold)."""
         with self.s.transaction():
             self.s.execute("DELETE FROM coref")
+            self.matrix.load()
             ids = list(self.all_entities())
-            vectors = self.entity_vectors(ids)
-            for eid in ids:
-                self._set_aliases(eid, self.entity_knn(vectors[eid], self.coref_k))
+            for eid, found in self.matrix.neighbours(ids, self.coref_k, self.coref_threshold).items():
+                self._set_aliases(eid, found.pairs())

@@ -359,6 +359,42 @@ INSERT OR IGNORE INTO graph_queue(passage, priority) SELECT p.id, d.mtime_ns FRO
 """
 
 
+def _graph_matrix(dim: int) -> str:
+    """The entity graph as PPR walks it (adjacency and passage-entity mentions, as sparse
+    arrays), saved with the graph_state.version it reflects, so a new process loads it
+    instead of rebuilding it from every fact (kg/entity_graph.py).
+
+    While a saved matrix exists, every change that can alter it marks what it touched in
+    graph_matrix_dirty, in the same transaction: the entity (its edges or existence) or the
+    passage (its mentions). Bringing the matrix up to date reads only those rows; saving it
+    clears the marks.
+    """
+    mark = "INSERT OR IGNORE INTO graph_matrix_dirty(kind, id) SELECT {kind}, {id} WHERE EXISTS (SELECT 1 FROM graph_matrix)"
+    marks = {  # trigger -> (table, event, [(kind, id)])
+        "entity_added": ("entities", "INSERT", [(0, "new.id")]),
+        "entity_gone": ("entities", "DELETE", [(0, "old.id")]),
+        "fact_added": ("facts", "INSERT", [(0, "new.head"), (0, "new.tail")]),
+        "fact_gone": ("facts", "DELETE", [(0, "old.head"), (0, "old.tail")]),
+        "coref_added": ("coref", "INSERT", [(0, "new.entity"), (0, "new.alias")]),
+        "coref_gone": ("coref", "DELETE", [(0, "old.entity"), (0, "old.alias")]),
+        "mention_added": ("mentions", "INSERT", [(1, "new.passage")]),
+        "mention_gone": ("mentions", "DELETE", [(1, "old.passage")]),
+    }
+    triggers = "\n".join(
+        f"CREATE TRIGGER matrix_{name} AFTER {event} ON {table} BEGIN\n"
+        + "".join(f"  {mark.format(kind=kind, id=ref)};\n" for kind, ref in refs) + "END;"
+        for name, (table, event, refs) in marks.items())
+    return f"""
+CREATE TABLE graph_matrix(
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL,
+  arrays BLOB NOT NULL
+);
+CREATE TABLE graph_matrix_dirty(kind INTEGER NOT NULL, id INTEGER NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID;
+{triggers}
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -367,5 +403,6 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "vector_rescoring", _vector_rescoring),
     Migration(6, "passage_links", _passage_links),
     Migration(7, "vault", _vault),
+    Migration(8, "graph_matrix", _graph_matrix),
 ]
 

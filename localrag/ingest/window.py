@@ -1,0 +1,124 @@
+"""Fit chunks to the embedder's real window, so no text is silently left out of a vector.
+
+The chunker caps passages by a cheap regex count (~300 word-tokens), but MiniLM reads at
+most 256 wordpieces (254 after [CLS] and [SEP]) and drops the rest: on a real Markdown
+vault about one passage in nine lost its tail (docs/benchmarks.md, "Scale"). A chunk
+whose embedded text (heading path + text) is longer than the window is split here at
+line boundaries, then sentences, then words, each piece keeping the source lines it
+came from. BERT's tokenizer splits on whitespace first, so the wordpieces of lines
+joined by a newline are the sum of theirs: each line is counted once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from localrag.ingest.chunker import Chunk, count_tokens
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+CountFn = Callable[[Sequence[str]], list[int]]  # wordpieces per text, no special tokens
+
+
+class Windowed(Protocol):
+    def window_counter(self) -> tuple[CountFn, int] | None: ...
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    line: int  # source line (1-based) of this piece
+    tokens: int
+
+
+def source_lines(chunk: Chunk, lines: Sequence[str]) -> list[int]:
+    """The line of ``lines`` each line of ``chunk.text`` comes from (a piece of a long line
+    keeps that line's number; blank separators take the next blank line)."""
+    out: list[int] = []
+    at = chunk.start_line  # 1-based
+    for piece in chunk.text.split("\n"):
+        want = piece.strip()
+        probe = at
+        while probe <= min(chunk.end_line, len(lines)):
+            have = lines[probe - 1]
+            if (not want and not have.strip()) or (want and want in have):
+                break
+            probe += 1
+        else:
+            probe = at  # not found (the loader rewrote it): keep the running line
+        out.append(probe)
+        at = probe if want else probe + 1
+    return out
+
+
+def _split_text(text: str, count: CountFn, limit: int) -> list[str]:
+    """A line over the limit: sentences, packed; a sentence over it: words, packed."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        if count([sentence])[0] <= limit:
+            pieces.append(sentence)
+            continue
+        words, cur = sentence.split(" "), []
+        for w in words:
+            if cur and count([" ".join(cur + [w])])[0] > limit:
+                pieces.append(" ".join(cur))
+                cur = []
+            cur.append(w)
+        if cur:
+            pieces.append(" ".join(cur))
+    packed: list[str] = []
+    for p in pieces:
+        if packed and count([f"{packed[-1]} {p}"])[0] <= limit:
+            packed[-1] = f"{packed[-1]} {p}"
+        else:
+            packed.append(p)
+    return packed
+
+
+def fit_chunk(chunk: Chunk, lines: Sequence[str], count: CountFn, window: int) -> list[Chunk]:
+    """``chunk`` when its embedded text fits ``window`` wordpieces, else pieces that each do."""
+    if count([chunk.embed_text])[0] <= window:
+        return [chunk]
+    prefix = count([chunk.heading])[0]  # the heading path (">" marks count too): an upper bound
+    limit = max(16, window - prefix)
+    texts = chunk.text.split("\n")
+    numbers = source_lines(chunk, lines)
+    counts = count(texts)
+    items: list[_Line] = []
+    for text, line, n in zip(texts, numbers, counts):
+        if n <= limit:
+            items.append(_Line(text, line, n))
+        else:
+            parts = _split_text(text, count, limit)
+            items += [_Line(p, line, c) for p, c in zip(parts, count(parts))]
+    out: list[Chunk] = []
+    cur: list[_Line] = []
+    for item in items:
+        if cur and sum(i.tokens for i in cur) + item.tokens > limit:
+            out.append(_piece(chunk, cur))
+            cur = []
+        if not cur and not item.text.strip():
+            continue  # a piece never starts with a blank line
+        cur.append(item)
+    if cur and any(i.text.strip() for i in cur):
+        out.append(_piece(chunk, cur))
+    return out
+
+
+def _piece(chunk: Chunk, items: list[_Line]) -> Chunk:
+    while items and not items[-1].text.strip():
+        items = items[:-1]
+    text = "\n".join(i.text for i in items)
+    return Chunk(text, chunk.heading, items[0].line, items[-1].line, count_tokens(text))
+
+
+def fit_window(chunks: list[Chunk], text: str, embedder: object) -> list[Chunk]:
+    """Every chunk within the embedder's window (unchanged when the embedder has none)."""
+    counter = getattr(embedder, "window_counter", None)
+    found = counter() if callable(counter) else None
+    if found is None:
+        return chunks
+    count, window = found
+    lines = text.split("\n")
+    return [piece for c in chunks for piece in fit_chunk(c, lines, count, window)]

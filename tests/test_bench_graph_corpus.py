@@ -1,0 +1,51 @@
+"""The generated vault for `bench scale --graph`: recurring entities, links that resolve, passages in the window."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from localrag.bench.graph_corpus import MAX_TOKENS, MIN_TOKENS, generate_graph_corpus, write_graph_corpus
+from localrag.bench.instant_llm import InstantLLM
+from localrag.ingest.chunker import chunk_text, count_tokens
+
+LINK = re.compile(r"\[([^\]]+)\]\(([^)]+)\)|\[\[([^\]]+)\]\]")
+
+
+def test_corpus_is_deterministic_with_recurring_names_and_resolving_links(tmp_path):
+    notes = generate_graph_corpus(400, seed=3)
+    assert [n.text() for n in notes] == [n.text() for n in generate_graph_corpus(400, seed=3)]
+    assert sum(len(n.passages) for n in notes) == 400
+    write_graph_corpus(tmp_path, notes)
+    titles = {n.title for n in notes}
+    text = "\n".join(n.text() for n in notes)
+    markdown, wiki = 0, 0
+    for m in LINK.finditer(text):
+        if m.group(2):
+            markdown += 1
+            assert m.group(1) in titles
+        else:
+            wiki += 1
+            assert m.group(3) in titles
+    assert markdown > 50 and wiki > 50
+    # a few entities recur across many files, and most notes mention some of them
+    files_per_title = Counter(t for n in notes for t in titles if t != n.title and t in n.text())
+    assert max(files_per_title.values()) > len(notes) // 4
+
+
+def test_passages_have_realistic_length_and_chunk_one_to_one():
+    notes = generate_graph_corpus(200, seed=5)
+    lengths = [count_tokens(p.text) for n in notes for p in n.passages]
+    assert min(lengths) >= MIN_TOKENS * 0.8 and max(lengths) <= MAX_TOKENS
+    note = notes[0]
+    chunks = chunk_text(note.text(), "markdown", note.title, 100, 300)
+    assert len(chunks) == len(note.passages)
+
+
+def test_instant_model_answers_the_neuropath_schemas():
+    llm = InstantLLM()
+    ner = llm.chat([{"role": "user", "content": "Question: What did Ada Lovelace do in Upper Glenrock?\nOutput:"}], phase="ner")
+    assert "Ada Lovelace" in ner.text
+    lines = "Query: q\nPaths:\n0: a->b->c\n1: d->e-><expandable> [f]\n2: g->h->i\nOutput:"
+    track = llm.chat([{"role": "user", "content": lines}], phase="track")
+    assert '"valid_ids": [0, 1]' in track.text and '"need_expand_ids": [1]' in track.text and '"continue": 1' in track.text
