@@ -7,6 +7,7 @@ import json
 import sys
 
 from localrag.commands.common import console, err_console, settings_from
+from localrag.commands.sessions import add_session_options, open_conversation
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--no-answer", action="store_true", help="retrieve only, no LLM answer")
     p.add_argument("--no-sync", action="store_true", help="do not update the index before answering")
     p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
+    add_session_options(p)
     p.set_defaults(func=run)
 
 
@@ -42,12 +44,14 @@ def run(args: argparse.Namespace) -> int:
             except LockBusy as exc:
                 err_console.print(f"[dim]{exc}; answering from the index as it is[/]")
         assistant = Assistant(index)
+        conversation = open_conversation(args, index, announce=not args.json)
         streaming = not args.json and not args.no_answer
         if streaming:
             assistant.llm()  # load the model before the question is echoed, so errors come first
         answer = assistant.ask(
             args.question, strategy=args.strategy, k=args.top_k, answer=not args.no_answer,
             on_token=(lambda t: (sys.stdout.write(t), sys.stdout.flush())) if streaming else None,
+            conversation=conversation,
         )
     finally:
         index.close()

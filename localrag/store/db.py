@@ -48,6 +48,9 @@ class Store:
         from localrag.store.memory import EdgeMemory
 
         self.memory = EdgeMemory(self)
+        from localrag.store.sessions import Sessions
+
+        self.sessions = Sessions(self)
 
     # -- plumbing -----------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> Any:

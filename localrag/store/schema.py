@@ -308,6 +308,34 @@ UPDATE documents SET size = -1, sha256 = '' WHERE id IN (SELECT doc_id FROM pass
 """
 
 
+def _sessions(dim: int) -> str:
+    """Conversations: a session is a thread of turns; each turn keeps what was asked, what was
+    searched for (the follow-up resolved against the turns before it), the answer and its citations."""
+    return """
+CREATE TABLE sessions(
+  id INTEGER PRIMARY KEY,
+  name TEXT UNIQUE,
+  created REAL NOT NULL,
+  updated REAL NOT NULL
+);
+CREATE INDEX sessions_updated ON sessions(updated);
+CREATE TABLE turns(
+  id INTEGER PRIMARY KEY,
+  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  ordinal INTEGER NOT NULL,
+  question TEXT NOT NULL,
+  resolved TEXT NOT NULL,
+  resolver TEXT NOT NULL DEFAULT '',
+  answer TEXT NOT NULL DEFAULT '',
+  citations_json TEXT NOT NULL DEFAULT '[]',
+  strategy TEXT NOT NULL DEFAULT '',
+  query_id INTEGER,
+  created REAL NOT NULL,
+  UNIQUE(session, ordinal)
+);
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -315,5 +343,6 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "memory", _memory),
     Migration(5, "vector_rescoring", _vector_rescoring),
     Migration(6, "passage_links", _passage_links),
+    Migration(7, "sessions", _sessions),
 ]
 
