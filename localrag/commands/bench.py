@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="a setting for this run, e.g. hybrid_rrf_k=60 or neuropath.max_hop=1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run_bench_command)
-    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table}")
+    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table,followup}")
 
     s = bench_sub.add_parser("scale", help="indexing throughput and query latency on a generated corpus",
                              description="Generate N varied passages (deterministic), index them without an LLM, "
@@ -103,6 +103,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     pl.add_argument("--k", default="5", help="which recall@k to plot (default 5)")
     pl.add_argument("--no-reference", action="store_true", help="leave out the BM25 reference bars")
     pl.set_defaults(func=run_plot_command)
+
+    from localrag.commands.bench_followup import register_followup
+
+    register_followup(bench_sub)
 
     t = bench_sub.add_parser("table", help="print result files as one Markdown table (for docs)")
     t.add_argument("results", nargs="+", metavar="RESULT.json")

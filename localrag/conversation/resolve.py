@@ -44,13 +44,19 @@ _ELLIPSIS = re.compile(r"^\s*(?:and|but|also|so|what\s+about|how\s+about|and\s+w
                        r"and\s+how\s+about)\b[\s,]*", re.I)
 _WH = re.compile(r"^\s*(?:who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|"
                  r"will|would|should|has|have|had|tell|list|name|give|show|find)\b", re.I)
-_WHO = re.compile(r"^\s*(?:who|whom|whose)\b|\bwhich\s+(?:person|man|woman|people)\b", re.I)
+# the previous question asked for a person (or a group of people): its answer is who "she" / "they" is
+_WHO = re.compile(r"^\s*(?:who|whom|whose)\b|\bwho(?:m)?\s*\??\s*$|\bwhich\s+(?:person|man|woman|people)\b|"
+                  r"\b(?:author|director|producer|composer|performer|singer|writer|founder|creator|inventor|leader|"
+                  r"president|father|mother|wife|husband|spouse|son|daughter|child|brother|sister|star|player|"
+                  r"manager|owner|ceo|head|chair|designer|architect|painter|actor|actress|screenwriter)\s+of\b", re.I)
+_CONNECTOR = re.compile(r"\s(?:and|but|or|who|which|that|where|when|while)\s|[,;:]")
 _CITE = re.compile(r"\[\d{1,3}\]")
 _NO_ANSWER = re.compile(r"\b(?:notes do not say|do not contain|no answer|not mentioned|cannot find|don't know)\b",
                         re.I)
 _LEAD_IN = re.compile(r"^\s*(?:answer\s*:|according to[^,]*,|from the notes\s*:?|based on[^,]*,)\s*", re.I)
 _YES_NO = re.compile(r"^\s*(?:yes|no|true|false)\b", re.I)
-ANSWER_SPAN_MAX_WORDS = 8  # a reply this short is itself the answer span ("Houston Baptist University")
+ANSWER_SPAN_MAX_WORDS = 8
+_JOINERS = frozenset("and or the a an in on at around about of".split())  # a reply this short is itself the answer span ("Houston Baptist University")
 
 
 @dataclass(frozen=True)
@@ -112,10 +118,17 @@ def references(question: str) -> list[Reference]:
             continue
         possessive = word in _POSSESSIVE or (word == "her" and _followed_by_noun(question, m.end()))
         found.append(Reference(m.start(), m.end(), m.group(0), _PRONOUN_KIND[word], possessive))
-    first_name = next((s.start for s in _spans(question) if s.kind in {"name", "quoted", "title"}), None)
-    if first_name is not None:  # "Who directed Titanic and where was he born?": he is Titanic's director
-        found = [r for r in found if r.start < first_name]
+    names = [s for s in _spans(question) if s.kind in {"name", "quoted", "title"}]
+    found = [r for r in found if not _inside_antecedent(question, r, names)]
     return sorted(found, key=lambda r: r.start)
+
+
+def _inside_antecedent(question: str, ref: Reference, names: list[Span]) -> bool:
+    """A pronoun in a later clause than a name of the same question points inside it:
+    "Who directed Titanic and where was he born?". "That place" always points outside."""
+    if not _PRONOUN.fullmatch(ref.text):
+        return False
+    return any(n.end <= ref.start and _CONNECTOR.search(question[n.end:ref.start]) for n in names)
 
 
 def _followed_by_noun(text: str, at: int) -> bool:
@@ -144,18 +157,21 @@ def answer_span(answer: str, previous_query: str) -> tuple[str, str]:
     asked = normalise_phrase(previous_query)
     query_names = [s for s in _spans(previous_query) if s.kind in {"name", "quoted", "title"}]
     named = [s.text for s in query_names if occurs_in(s.norm, normalise_phrase(text))]
-    if len(query_names) >= 2 and len(named) == 1:  # "Who was born first, A or B?" -> "B was born first."
+    new_names = [sp for sp in _fragment_spans(first_line) if sp.kind in {"name", "quoted", "title"}
+                 and not occurs_in(sp.norm, asked)]
+    if len(query_names) >= 2 and len(named) == 1 and not new_names:  # "Who was born first, A or B?" -> "B was …"
         return named[0], "name"
     if _YES_NO.match(first_line):
         return "", ""
     if len(first_line.split()) <= ANSWER_SPAN_MAX_WORDS and normalise_phrase(first_line):
         spans = _fragment_spans(first_line)
-        new = [sp for sp in spans if sp.kind in {"name", "quoted", "title"} and not occurs_in(sp.norm, asked)]
-        if new and len(new[0].text.split()) < len(first_line.split()) - 1:
-            return new[0].text, "name"  # "Ilse Varnhagen leads the project" -> "Ilse Varnhagen"
-        kind = "name"
-        if spans and spans[0].kind in {"date", "number"} and len(first_line.split()) <= 3:
-            kind = spans[0].kind
+        rest = first_line
+        for sp in spans:
+            rest = rest.replace(sp.text, " ")
+        only_names = not (set(normalise_phrase(rest).split()) - _JOINERS) or _all_capitalised(first_line)
+        if new_names and not only_names:
+            return new_names[0].text, "name"  # "Ilse Varnhagen leads the project" -> "Ilse Varnhagen"
+        kind = spans[0].kind if only_names and len(spans) == 1 and spans[0].kind in {"date", "number"} else "name"
         return first_line, kind
     for span in _spans(text):
         if not occurs_in(span.norm, asked):
@@ -163,6 +179,15 @@ def answer_span(answer: str, previous_query: str) -> tuple[str, str]:
     return "", ""
 
 
+def _all_capitalised(text: str) -> bool:
+    """"Carl Öst", "George R.R. Martin", "Marie d'Agoult": a name as a whole, whatever the span finder makes of it."""
+    words = text.split()
+    return 0 < len(words) <= 5 and words[0][:1].isupper() and all(
+        w[:1].isupper() or w.lower() in _JOINERS or w.lower() in _NAME_PARTICLES or w[:2].lower() in {"d'", "l'"}
+        for w in words)
+
+
+_NAME_PARTICLES = frozenset("de del della di da van von der den la le du y bin ibn al el".split())
 _TAG = re.compile(r"<[^>\n]{0,200}>")
 
 
@@ -187,7 +212,7 @@ def antecedents(turn: Turn) -> Antecedents:
         if s.kind != "number" and s.text not in entities:
             entities.append(s.text)
     topic = " ".join(w for w in re.findall(r"[\w'-]+", query) if w.lower() not in _TOPIC_STOP)
-    return Antecedents(span, kind, tuple(entities), topic, bool(_WHO.match(query)), query)
+    return Antecedents(span, kind, tuple(entities), topic, bool(_WHO.search(query)), query)
 
 
 def choose(ref: Reference, ante: Antecedents) -> str:
@@ -215,6 +240,8 @@ def _substitute(question: str, refs: Sequence[Reference], ante: Antecedents) -> 
         target = choose(ref, ante)
         if not target:
             continue
+        if notes and not ref.text.lower().startswith(("that ", "this ")):
+            break  # a later pronoun refers back to the name just put in: "what did Locke base his beliefs on"
         text = f"{target}'s" if ref.possessive else target
         out.append(question[pos:ref.start])
         out.append(text)
