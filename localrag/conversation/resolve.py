@@ -56,6 +56,7 @@ _NO_ANSWER = re.compile(r"\b(?:notes do not say|do not contain|no answer|not men
 _LEAD_IN = re.compile(r"^\s*(?:answer\s*:|according to[^,]*,|from the notes\s*:?|based on[^,]*,)\s*", re.I)
 _YES_NO = re.compile(r"^\s*(?:yes|no|true|false)\b", re.I)
 ANSWER_SPAN_MAX_WORDS = 8
+_LEADING_PREPOSITION = re.compile(r"^(?:in|on|at|from|by|around|near|during|since)\s+(?=\S)", re.I)
 _JOINERS = frozenset("and or the a an in on at around about of".split())  # a reply this short is itself the answer span ("Houston Baptist University")
 
 
@@ -164,6 +165,7 @@ def answer_span(answer: str, previous_query: str) -> tuple[str, str]:
     if _YES_NO.match(first_line):
         return "", ""
     if len(first_line.split()) <= ANSWER_SPAN_MAX_WORDS and normalise_phrase(first_line):
+        first_line = _LEADING_PREPOSITION.sub("", first_line) or first_line  # "In Tolvenmark" -> "Tolvenmark"
         spans = _fragment_spans(first_line)
         rest = first_line
         for sp in spans:
@@ -266,7 +268,9 @@ def _elliptical(question: str, ante: Antecedents) -> tuple[str, list[str]]:
     if new_names and ante.entities:
         new = new_names[0]
         same_kind = [e for e in ante.entities if (_spans(e)[0].kind if _spans(e) else "name") == new.kind]
-        old = (same_kind or list(ante.entities))[0]
+        pool = same_kind or list(ante.entities)
+        # the name most like the new one in length, the later one on a tie ("join Lanternfish" -> "Cobblebell")
+        old = min(reversed(pool), key=lambda e: abs(len(e.split()) - len(new.text.split())))
         replaced = _replace_entity(previous, old, new.text)
         if replaced != previous and len(rest.split()) <= len(new.text.split()) + 2:
             return replaced, notes + [f"elliptical: {old} -> {new.text} in {previous!r}"]

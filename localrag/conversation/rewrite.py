@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 REWRITE_TURNS = 2  # earlier turns shown to the rewrite call
 REWRITE_MAX_TOKENS = 160
 MIN_KEPT_SHARE = 0.6  # of the question's own content words (pronouns aside)
-MAX_NEW_WORDS = 1  # content words found neither in the question nor in the turns shown
+MAX_NEW_WORDS = 1  # lower-case content words found neither in the question nor in the turns shown (no new names)
 
 _FUNCTION = frozenset(
     "a an the of in on at to for by with from and or but as is are was were be been being do does did has have "
@@ -46,10 +46,13 @@ def check_rewrite(question: str, rewrite: str, turns: Sequence[Turn]) -> str | N
     kept = own & _words(rewrite)
     if own and len(kept) / len(own) < MIN_KEPT_SHARE:
         return f"drops the question's words ({len(kept)} of {len(own)} kept)"
+    if normalise_phrase(rewrite) == normalise_phrase(question):
+        return "the question came back unchanged, its reference unresolved"
     known = own | set().union(*(_words(f"{t.resolved} {t.question} {t.answer}") for t in turns))
     new = sorted(_words(rewrite) - known)
-    if len(new) > MAX_NEW_WORDS:
-        return f"adds words the conversation does not contain: {', '.join(new[:5])}"
+    names = sorted({normalise_phrase(w) for w in re.findall(r"\b[A-Z][\w'-]*", rewrite)[1:]} & set(new))
+    if names or len(new) > MAX_NEW_WORDS:
+        return f"adds words the conversation does not contain: {', '.join((names or new)[:5])}"
     return None
 
 
