@@ -33,6 +33,14 @@ def searched_for_text(resolution_query: str) -> Text:
     return Text(f"searched for: {resolution_query}", style="italic")
 
 
+class SearchedLabel(Label):
+    """"searched for: …" under a follow-up: what retrieval used, so the user can see and correct it."""
+
+    DEFAULT_CSS = """
+    SearchedLabel { color: $text-muted; padding: 0 1; width: 100%; }
+    """
+
+
 class SearchedFor(Message):
     """The answer worker resolved a follow-up: show what retrieval searches for."""
 
@@ -48,7 +56,6 @@ class PastTurn(Vertical):
     DEFAULT_CSS = """
     PastTurn { height: auto; margin: 0 0 1 0; }
     PastTurn > .question { color: $accent; text-style: bold; }
-    PastTurn > .searched { color: $text-muted; padding: 0 1; }
     PastTurn > Markdown { margin: 0; padding: 0 1; }
     PastTurn > .sources { color: $text-muted; padding: 0 1; }
     """
@@ -60,7 +67,7 @@ class PastTurn(Vertical):
     def compose(self) -> ComposeResult:
         yield Label(Text(f"› {self.turn.question}"), classes="question")
         if self.turn.was_resolved:
-            yield Label(searched_for_text(self.turn.resolved), classes="searched")
+            yield SearchedLabel(searched_for_text(self.turn.resolved), classes="searched")
         yield Markdown(self.turn.answer or "_(no answer)_", open_links=False)
         if self.turn.citations:
             yield Label(Text("  ".join(f"[{c.number}] {c.location}" for c in self.turn.citations)), classes="sources")
@@ -188,5 +195,5 @@ class ConversationControl:
             return
         block: AnswerBlock = found.first()
         if not block.query(".searched"):
-            label = Label(searched_for_text(msg.resolution.query), classes="searched")
+            label = SearchedLabel(searched_for_text(msg.resolution.query), classes="searched")
             block.mount(label, after=block.query_one(".question"))
