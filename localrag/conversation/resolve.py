@@ -91,8 +91,12 @@ def _spans(text: str) -> list[Span]:
         words = s.text.split()
         while len(words) > 1 and words[0].lower() in _TOPIC_STOP:  # "Are Ilse Varnhagen" -> "Ilse Varnhagen"
             words.pop(0)
-        trimmed = " ".join(words)
-        out.append(s if trimmed == s.text else Span(trimmed, s.end - len(trimmed), s.end, s.kind))
+        trimmed = re.sub(r"['’]s$", "", " ".join(words))  # "Mira Okafor's" -> "Mira Okafor"
+        if trimmed == s.text:
+            out.append(s)
+        else:
+            start = s.start + s.text.rfind(trimmed) if trimmed in s.text else s.start
+            out.append(Span(trimmed, start, start + len(trimmed), s.kind))
     return out
 
 
