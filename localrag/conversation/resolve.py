@@ -28,7 +28,7 @@ _NOUNS = {
            r"show|series|game|work|event|school|university|building|club|party|station|paper|note|document",
 }
 _DEMONSTRATIVE = re.compile(
-    r"\b(?:that|this|the\s+same|said)\s+(" + "|".join(f"(?P<{k}>{v})" for k, v in _NOUNS.items()) + r")\b", re.I)
+    r"\b(?:that|this|said)\s+(" + "|".join(f"(?P<{k}>{v})" for k, v in _NOUNS.items()) + r")\b", re.I)
 _LATTER = re.compile(r"\bthe\s+(?:latter|former)\b", re.I)
 _PRONOUN = re.compile(r"\b(he|she|him|his|her|hers|they|them|their|theirs|it|its|there)\b", re.I)
 _PRONOUN_KIND = {"he": PERSON, "she": PERSON, "him": PERSON, "his": PERSON, "her": PERSON, "hers": PERSON,
@@ -49,6 +49,8 @@ _WHO = re.compile(r"^\s*(?:who|whom|whose)\b|\bwho(?:m)?\s*\??\s*$|\bwhich\s+(?:
                   r"\b(?:author|director|producer|composer|performer|singer|writer|founder|creator|inventor|leader|"
                   r"president|father|mother|wife|husband|spouse|son|daughter|child|brother|sister|star|player|"
                   r"manager|owner|ceo|head|chair|designer|architect|painter|actor|actress|screenwriter)\s+of\b", re.I)
+_QUOTED_TEXT = re.compile(r"\"[^\"]*\"|“[^”]*”")
+_EARLIER_SENTENCE = re.compile(r"\w[.!?]\s+[A-Z]")  # "There is a country where … . Who … this country …?"
 _CONNECTOR = re.compile(r"\s(?:and|but|or|who|which|that|where|when|while)\s|[,;:]")
 _CITE = re.compile(r"\[\d{1,3}\]")
 _NO_ANSWER = re.compile(r"\b(?:notes do not say|do not contain|no answer|not mentioned|cannot find|don't know)\b",
@@ -56,6 +58,10 @@ _NO_ANSWER = re.compile(r"\b(?:notes do not say|do not contain|no answer|not men
 _LEAD_IN = re.compile(r"^\s*(?:answer\s*:|according to[^,]*,|from the notes\s*:?|based on[^,]*,)\s*", re.I)
 _YES_NO = re.compile(r"^\s*(?:yes|no|true|false)\b", re.I)
 ANSWER_SPAN_MAX_WORDS = 8
+# a question this long that names something before its pronoun is taken to be self-contained
+# ("Who directed the film in which Jung Joon-young made his debut?"); a short one
+# ("When did Bush declare it?") still points back
+LONG_QUESTION_WORDS = 10
 _LEADING_PREPOSITION = re.compile(r"^(?:in|on|at|from|by|around|near|during|since)\s+(?=\S)", re.I)
 _JOINERS = frozenset("and or the a an in on at around about of".split())  # a reply this short is itself the answer span ("Houston Baptist University")
 
@@ -117,6 +123,8 @@ def references(question: str) -> list[Reference]:
     existential = [(m.start(), m.end()) for m in _EXISTENTIAL.finditer(question)]
     for m in _PRONOUN.finditer(question):
         word = m.group(1).lower()
+        if m.start() > 0 and m.group(1)[0].isupper():
+            continue  # "the song Changed It": part of a name
         if any(a <= m.start() < b for a, b in existential) and word == "there":
             continue
         if any(r.start <= m.start() < r.end for r in found):
@@ -124,7 +132,9 @@ def references(question: str) -> list[Reference]:
         possessive = word in _POSSESSIVE or (word == "her" and _followed_by_noun(question, m.end()))
         found.append(Reference(m.start(), m.end(), m.group(0), _PRONOUN_KIND[word], possessive))
     names = [s for s in _spans(question) if s.kind in {"name", "quoted", "title"}]
-    found = [r for r in found if not _inside_antecedent(question, r, names)]
+    quoted = [(m.start(), m.end()) for m in _QUOTED_TEXT.finditer(question)]
+    found = [r for r in found if not _inside_antecedent(question, r, names)
+             and not any(a <= r.start < b for a, b in quoted) and not _EARLIER_SENTENCE.search(question[:r.start])]
     return sorted(found, key=lambda r: r.start)
 
 
@@ -133,7 +143,8 @@ def _inside_antecedent(question: str, ref: Reference, names: list[Span]) -> bool
     "Who directed Titanic and where was he born?". "That place" always points outside."""
     if not _PRONOUN.fullmatch(ref.text):
         return False
-    return any(n.end <= ref.start and _CONNECTOR.search(question[n.end:ref.start]) for n in names)
+    long_question = len(question.split()) >= LONG_QUESTION_WORDS
+    return any(n.end <= ref.start and (long_question or _CONNECTOR.search(question[n.end:ref.start])) for n in names)
 
 
 def _followed_by_noun(text: str, at: int) -> bool:
