@@ -57,7 +57,11 @@ def test_ellipsis_without_an_entity_completes_the_previous_question() -> None:
 def test_a_self_contained_question_is_left_alone() -> None:
     history = [turn("Who leads Lanternfish?", "Ilse Varnhagen [1].")]
     for question in ("Which river runs through Orlinsford?", "Is there a lighthouse in Quillhaven?",
-                     "Who directed Titanic and where was he born?"):
+                     "Who directed Titanic and where was he born?",
+                     "Are both Cunaú River and Rio Verde located in the same country?",
+                     "What is the place of birth of the performer of song Changed It?",
+                     "Who directed the film in which Jung Joon-young made his big screen debut?",
+                     'The singer of "You don\'t know her like I do" was born in what city?'):
         r = resolve_rules(question, history)
         assert r.query == question and r.method == "unchanged" and not r.changed, question
 
