@@ -285,8 +285,9 @@ def run_session_check(assistant: Assistant, dataset: Dataset, *, strategy: str =
     for i, q in enumerate(dataset.questions):
         alone = ranked(q.question)
         r = _resolve(resolver, q.question, history[-6:], assistant)
-        in_session = alone if r.query == q.question else ranked(r.query)
-        if r.query != q.question:
+        rewritten = r.query.strip() != q.question.strip()
+        in_session = ranked(r.query) if rewritten else alone
+        if rewritten:
             changed.append({"id": q.id, "question": q.question, "searched_for": r.query})
         for k in KS:
             separate[str(k)].append(float(recall_at_k(alone, q.gold_doc_ids, k) or 0.0))
