@@ -112,7 +112,10 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
         shot("help")
         await pilot.press("escape")
         if followup:  # the same conversation: the follow-up block shows what it searched for
-            app.query_one("#question").value = followup
+            box = app.query_one("#question")
+            box.focus()
+            box.value = followup
+            await pilot.pause(0.2)
             await pilot.press("enter")
             await wait_for(pilot, lambda: app.answering, 10, "the follow-up to be taken")
             await wait_for(pilot, lambda: not app.answering, timeout, "the follow-up's answer")
