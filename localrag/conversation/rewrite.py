@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 from localrag.conversation.records import Resolution, Turn
-from localrag.conversation.resolve import needs_resolution, resolve_rules
+from localrag.conversation.resolve import needs_resolution, references, resolve_rules
 from localrag.kg.normalise import normalise_phrase
 from localrag.llm.base import LLM, LLMError
 from localrag.llm.jsoncall import call_json
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 REWRITE_TURNS = 2  # earlier turns shown to the rewrite call
 REWRITE_MAX_TOKENS = 160
+MAX_ADDED_WORDS = 10  # a rewrite replaces a pronoun by a name or completes a fragment: it stays short
 MIN_KEPT_SHARE = 0.6  # of the question's own content words (pronouns aside)
 MAX_NEW_WORDS = 1  # lower-case content words found neither in the question nor in the turns shown (no new names)
 
@@ -42,15 +43,22 @@ def check_rewrite(question: str, rewrite: str, turns: Sequence[Turn]) -> str | N
     """Why a rewrite cannot be used (None when it can)."""
     if not rewrite.strip():
         return "empty rewrite"
+    if normalise_phrase(rewrite) == normalise_phrase(question):
+        return "the question came back unchanged, its reference unresolved"
+    if len(rewrite.split()) > len(question.split()) + MAX_ADDED_WORDS:
+        return "much longer than the question (an answer or a repeat, not a rewrite)"
     own = _words(question)
     kept = own & _words(rewrite)
     if own and len(kept) / len(own) < MIN_KEPT_SHARE:
         return f"drops the question's words ({len(kept)} of {len(own)} kept)"
-    if normalise_phrase(rewrite) == normalise_phrase(question):
-        return "the question came back unchanged, its reference unresolved"
-    known = own | set().union(*(_words(f"{t.resolved} {t.question} {t.answer}") for t in turns))
-    new = sorted(_words(rewrite) - known)
-    names = sorted({normalise_phrase(w) for w in re.findall(r"\b[A-Z][\w'-]*", rewrite)[1:]} & set(new))
+    unresolved = {r.text.lower() for r in references(question)} & {r.text.lower() for r in references(rewrite)}
+    if unresolved:
+        return f"leaves {', '.join(sorted(unresolved))!r} unresolved"
+    history = set().union(*(_words(f"{t.resolved} {t.question} {t.answer}") for t in turns))
+    if not (_words(rewrite) - own) & history:
+        return "adds nothing from the conversation"
+    new = sorted(_words(rewrite) - own - history)
+    names = sorted({normalise_phrase(w) for w in re.findall(r"\b(?:[A-Z][\w'-]*|\d[\d,.]*)", rewrite)[1:]} & set(new))
     if names or len(new) > MAX_NEW_WORDS:
         return f"adds words the conversation does not contain: {', '.join((names or new)[:5])}"
     return None
