@@ -35,6 +35,9 @@ _FUNCTION = frozenset(
     "can could will would should may might must not no yes s".split())
 
 
+_SENTENCE_BREAK = re.compile(r"[.?!]\s+\S")
+
+
 def _words(text: str) -> set[str]:
     return {w for w in normalise_phrase(text).split() if w not in _FUNCTION}
 
@@ -47,13 +50,15 @@ def check_rewrite(question: str, rewrite: str, turns: Sequence[Turn]) -> str | N
         return "the question came back unchanged, its reference unresolved"
     if len(rewrite.split()) > len(question.split()) + MAX_ADDED_WORDS:
         return "much longer than the question (an answer or a repeat, not a rewrite)"
+    if _SENTENCE_BREAK.search(rewrite.strip()):
+        return "more than one sentence (an answer or a repeat, not a rewrite)"
     own = _words(question)
     kept = own & _words(rewrite)
     if own and len(kept) / len(own) < MIN_KEPT_SHARE:
         return f"drops the question's words ({len(kept)} of {len(own)} kept)"
-    unresolved = {r.text.lower() for r in references(question)} & {r.text.lower() for r in references(rewrite)}
-    if unresolved:
-        return f"leaves {', '.join(sorted(unresolved))!r} unresolved"
+    refs = references(question)
+    if refs and re.search(rf"\b{re.escape(refs[0].text)}\b", rewrite, re.I):
+        return f"leaves {refs[0].text!r} unresolved"
     history = set().union(*(_words(f"{t.resolved} {t.question} {t.answer}") for t in turns))
     if not (_words(rewrite) - own) & history:
         return "adds nothing from the conversation"
