@@ -211,3 +211,23 @@ def test_bad_resolver_setting_is_a_config_error(tmp_path: Path, value: str) -> N
 
     with pytest.raises(ConfigError, match="conversation.resolver"):
         load_settings(tmp_path, {"conversation.resolver": value}, env={})
+
+
+def test_llm_resolver_without_a_model_falls_back_to_the_rules(tmp_path: Path) -> None:
+    from localrag.llm.base import LLMError
+
+    settings = load_settings(tmp_path, {"conversation.resolver": "llm"}, env={})
+    store = Store(tmp_path / "i.db", dim=4, embedder_id="t")
+    convo = Conversation.open(store, settings, name="x")
+    store.sessions.add_turn(Turn(convo.session.id, 0, "Who leads Cobblebell?", "Who leads Cobblebell?", "Tobiah [1]"))
+    convo = Conversation.open(store, settings, name="x")
+    loads = []
+
+    def no_model():
+        loads.append(1)
+        raise LLMError("model file not found")
+
+    assert convo.resolve("Who leads Lanternfish?", no_model).method == "unchanged" and loads == []  # never loaded
+    r = convo.resolve("Where was he born?", no_model)
+    assert r.query == "Where was Tobiah born?" and "no model for the rewrite" in r.reason
+    store.close()
