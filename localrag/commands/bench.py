@@ -1,4 +1,4 @@
-"""`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`."""
+"""`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`, `bench followup`."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "bench", parents=[common], help="benchmark retrieval and answers on a QA data set",
         description="Index a data set's corpus (one note per passage, cached outside the repository) with the "
         "real pipeline, ask its questions, print recall@2/@5 (and EM/F1 with --answer), LLM calls and tokens "
-        "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table. "
+        "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table, "
+        "followup (two-turn conversations, the long-session check). "
         "With --rounds: the memory protocol of ReMindRAG (same / similar / different questions) over one index.",
         epilog=ROUNDS_HELP, formatter_class=_KeepLayoutFormatter,
     )
