@@ -6,8 +6,11 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from localrag.llm.base import LLM, TokenSink
+from typing import Sequence
+
+from localrag.llm.base import LLM, Message, TokenSink
 from localrag.llm.prompts import PromptPassage, answer_messages
+from localrag.llm.prompts_chat import with_history
 from localrag.records import LLMCallRecord, Passage, Retrieval
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
@@ -38,6 +41,8 @@ class Answer:
     answer_ms: float = 0.0
     query_id: int | None = None
     notes: list[str] = field(default_factory=list)  # e.g. what memory saved
+    resolved_query: str = ""  # what retrieval searched for when a conversation resolved a follow-up
+    session: str = ""  # the conversation this turn belongs to ("" for a single question)
 
     @property
     def tokens(self) -> int:
@@ -69,6 +74,8 @@ class Answer:
             "timings_ms": {"retrieve": round(self.retrieve_ms, 1), "answer": round(self.answer_ms, 1)},
             "trace": self.retrieval.trace.to_json(),
             "notes": self.notes,
+            "resolved_query": self.resolved_query or self.question,
+            "session": self.session,
         }
 
 
@@ -188,10 +195,13 @@ class Generated:
 
 
 def generate_answer(llm: LLM, question: str, retrieval: Retrieval, n_passages: int, *, max_tokens: int,
-                    short: bool = False, on_token: TokenSink | None = None) -> Generated:
+                    short: bool = False, on_token: TokenSink | None = None,
+                    history: Sequence[Message] = ()) -> Generated:
+    """``history``: earlier turns of a conversation (llm/prompts_chat.py), placed before the passages."""
     given = prompt_passages(retrieval, n_passages)
     started = time.perf_counter()
-    reply = llm.chat(answer_messages(question, given, short=short), max_tokens=max_tokens, phase="answer", on_token=on_token)
+    messages = with_history(answer_messages(question, given, short=short), history)
+    reply = llm.chat(messages, max_tokens=max_tokens, phase="answer", on_token=on_token)
     text, notes = checked_reply(reply.text, reply.finish_reason, max_tokens, len(given))
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
     citations = build_citations("" if text == EMPTY_ANSWER else text, passages)

@@ -13,6 +13,7 @@ from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
 from localrag.llm.base import LLMError, RecordingLLM
+from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace
 from localrag.retrieve import Context, get_strategy
 from localrag.store import Store
@@ -20,6 +21,7 @@ from localrag.store.lock import writer_lock
 from localrag.store.vault import PassageFilter
 
 if TYPE_CHECKING:
+    from localrag.conversation import Conversation
     from localrag.kg.run import GraphProgress, GraphReport
     from localrag.store.health import HealthCheck
 
@@ -173,7 +175,10 @@ class Assistant:
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, answer: bool = True,
             short: bool = False, on_token: Callable[[str], None] | None = None,
-            where: PassageFilter | None = None) -> Answer:
+            where: PassageFilter | None = None,
+            conversation: "Conversation | None" = None) -> Answer:
+        """``conversation``: a follow-up is resolved against its turns before retrieval, the answer
+        prompt sees the earlier turns, and the turn is recorded in the session."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
@@ -183,15 +188,20 @@ class Assistant:
         self._current.query_id = qid
         started = time.perf_counter()
         try:
-            scope = self.llm().scoped(calls.append) if self._needs_llm(name, answer) else _null()
+            needs_llm = self._needs_llm(name, answer) or (conversation is not None and conversation.uses_llm)
+            scope = self.llm().scoped(calls.append) if needs_llm else _null()
             with scope:
-                retrieval = self.retrieve(question, name, k, where)
+                resolution = conversation.resolve(question, self.llm) if conversation is not None else None
+                query = resolution.query if resolution is not None else question
+                retrieval = self.retrieve(query, name, k, where)
                 retrieve_ms = (time.perf_counter() - started) * 1000
                 text, citations, answer_ms, reply_notes = "", [], 0.0, []
                 if answer:
                     g = generate_answer(
-                        self.llm(), question, retrieval, self.settings.neuropath.answer_passages,
-                        max_tokens=self.settings.llm.answer_max_tokens, short=short, on_token=on_token,
+                        self.llm(), question_with_resolution(question, query), retrieval,
+                        self.settings.neuropath.answer_passages, max_tokens=self.settings.llm.answer_max_tokens,
+                        short=short, on_token=on_token,
+                        history=conversation.prompt_history() if conversation is not None else (),
                     )
                     text, citations, answer_ms, reply_notes = g.text, g.citations, g.ms, g.notes
                     if retrieval.on_answer is not None and text:
@@ -199,7 +209,10 @@ class Assistant:
         finally:
             self._current.query_id = None
         result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
-                        notes=memory_notes(retrieval.trace) + reply_notes)
+                        notes=memory_notes(retrieval.trace) + reply_notes, resolved_query=query)
+        if conversation is not None and resolution is not None:
+            result.session = conversation.session.label
+            self._log_query(lambda: conversation.record(question, resolution, result))
         if qid is not None:
             self._log_query(lambda: self.index.store.calls.finish_query(qid, text, result.to_json()["trace"]))
         return result

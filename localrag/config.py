@@ -156,6 +156,17 @@ class RemindSettings:
 
 
 @dataclass
+class ConversationSettings:
+    """Follow-up questions (localrag/conversation): how they are resolved and how much history the answer sees."""
+
+    # "auto" (measured in docs/benchmarks.md "Conversations"), "rules" (no model), "llm" (a bounded
+    # rewrite call, rules as fallback) or "off" (every question is searched as asked)
+    resolver: str = "auto"
+    history_tokens: int = 400  # earlier turns in the answer prompt, oldest dropped first
+    history_turns: int = 6  # at most this many earlier turns are read from the session
+
+
+@dataclass
 class Settings:
     folder: str = "."
     db: str = ""  # empty = <folder>/.localrag/index.db
@@ -171,6 +182,7 @@ class Settings:
     graph: GraphSettings = field(default_factory=GraphSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     remind: RemindSettings = field(default_factory=RemindSettings)
+    conversation: ConversationSettings = field(default_factory=ConversationSettings)
 
     @property
     def folder_path(self) -> Path:
@@ -183,7 +195,7 @@ class Settings:
         return self.folder_path / ".localrag" / "index.db"
 
 
-_SECTIONS = {"index", "llm", "neuropath", "graph", "memory", "remind"}
+_SECTIONS = {"index", "llm", "neuropath", "graph", "memory", "remind", "conversation"}
 
 
 def _coerce(value: Any, current: Any, name: str) -> Any:
@@ -278,6 +290,8 @@ def load_settings(
         raise ConfigError("memory.penalty must be 'intended' or 'off'")
     if settings.remind.zero_jump not in {"reinforce", "skip"}:
         raise ConfigError("remind.zero_jump must be 'reinforce' or 'skip'")
+    if settings.conversation.resolver not in {"auto", "rules", "llm", "off"}:
+        raise ConfigError("conversation.resolver must be auto, rules, llm or off")
     if settings.llm.concurrency < 1:
         raise ConfigError(f"llm.concurrency (--concurrency) must be at least 1, got {settings.llm.concurrency}")
     if settings.llm.retries < 0:

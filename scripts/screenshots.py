@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DEFAULT_QUESTION = json.loads((REPO / "examples" / "questions.jsonl").read_text().splitlines()[6])["question"]
+DEFAULT_FOLLOWUP = "When was it built?"  # "it": the lighthouse the first answer names
 PNG_FONT = "DejaVu Sans Mono"  # the SVGs name Fira Code (a web font); offline renderers need a local monospace
 
 
@@ -37,6 +38,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", default=str(REPO / "screenshots"), help="output folder (default: screenshots/)")
     p.add_argument("--notes", default=str(REPO / "examples" / "notes"), help="notes folder to copy and index")
     p.add_argument("--question", default=DEFAULT_QUESTION, help="the question to ask")
+    p.add_argument("--followup", default=DEFAULT_FOLLOWUP, help="a follow-up to the question (screenshot followup)")
     p.add_argument("--size", default="160x48", help="terminal size COLSxROWS")
     p.add_argument("--extractor", default="rules",
                    help="graph extractor for this run (default rules: what `auto` picks for the bundled SmolLM2, "
@@ -55,7 +57,8 @@ async def wait_for(pilot, condition, timeout: float, what: str) -> None:
         await pilot.pause(0.05)
 
 
-async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: float) -> dict[str, float]:
+async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: float,
+                followup: str = "") -> dict[str, float]:
     timings: dict[str, float] = {}
     shots: list[str] = []
 
@@ -108,6 +111,16 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
         await pilot.pause(0.5)
         shot("help")
         await pilot.press("escape")
+        if followup:  # the same conversation: the follow-up block shows what it searched for
+            box = app.query_one("#question")
+            box.focus()
+            box.value = followup
+            await pilot.pause(0.2)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.answering, 10, "the follow-up to be taken")
+            await wait_for(pilot, lambda: not app.answering, timeout, "the follow-up's answer")
+            await pilot.pause(0.5)
+            shot("followup")
     timings["shots"] = len(shots)
     return timings
 
@@ -158,7 +171,7 @@ def main() -> int:
     print(f"screenshots of {args.notes} (copied to {notes}), {cols}x{rows}, extractor {extractor}, "
           f"question: {args.question!r}")
     try:
-        timings = asyncio.run(drive(app, out, args.question, (cols, rows), args.timeout))
+        timings = asyncio.run(drive(app, out, args.question, (cols, rows), args.timeout, args.followup))
     finally:
         app.index.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -7,6 +7,7 @@ import json
 import sys
 
 from localrag.commands.common import UsageError, UserError, check_strategy, console, err_console, settings_from
+from localrag.commands.sessions import add_session_options, open_conversation
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -25,6 +26,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--where", action="append", default=[], metavar="FILTER",
                    help="only passages of notes with this tag (tag:project, nested tags included) or under this "
                    "folder (path:work/; -path:archive/ leaves one out); repeatable: tags must all hold, paths are alternatives")
+    add_session_options(p)
     p.set_defaults(func=run)
 
 
@@ -55,12 +57,14 @@ def run(args: argparse.Namespace) -> int:
             except LockBusy as exc:
                 err_console.print(f"[dim]{exc}; answering from the index as it is[/]")
         assistant = Assistant(index)
+        conversation = open_conversation(args, index, announce=not args.json)
         streaming = not args.json and not args.no_answer
         if streaming:
             assistant.llm()  # load the model before the question is echoed, so errors come first
         answer = assistant.ask(
             args.question, strategy=args.strategy, k=args.top_k, answer=not args.no_answer, where=where,
             on_token=(lambda t: (sys.stdout.write(t), sys.stdout.flush())) if streaming else None,
+            conversation=conversation,
         )
     finally:
         index.close()

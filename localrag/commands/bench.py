@@ -1,4 +1,4 @@
-"""`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`."""
+"""`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`, `bench followup`."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "bench", parents=[common], help="benchmark retrieval and answers on a QA data set",
         description="Index a data set's corpus (one note per passage, cached outside the repository) with the "
         "real pipeline, ask its questions, print recall@2/@5 (and EM/F1 with --answer), LLM calls and tokens "
-        "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table. "
+        "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table, "
+        "followup (two-turn conversations, the long-session check). "
         "With --rounds: the memory protocol of ReMindRAG (same / similar / different questions) over one index.",
         epilog=ROUNDS_HELP, formatter_class=_KeepLayoutFormatter,
     )
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="a setting for this run, e.g. hybrid_rrf_k=60 or neuropath.max_hop=1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run_bench_command)
-    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table}")
+    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table,followup}")
 
     s = bench_sub.add_parser("scale", help="indexing throughput and query latency on a generated corpus",
                              description="Generate N varied passages (deterministic), index them without an LLM, "
@@ -108,6 +109,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     pl.add_argument("--k", default="5", help="which recall@k to plot (default 5)")
     pl.add_argument("--no-reference", action="store_true", help="leave out the BM25 reference bars")
     pl.set_defaults(func=run_plot_command)
+
+    from localrag.commands.bench_followup import register_followup
+
+    register_followup(bench_sub)
 
     t = bench_sub.add_parser("table", help="print result files as one Markdown table (for docs)")
     t.add_argument("results", nargs="+", metavar="RESULT.json")

@@ -66,6 +66,10 @@ class Store:
 
         self.vault = VaultTables(self)
 
+        from localrag.store.sessions import Sessions
+
+        self.sessions = Sessions(self)
+
     # -- plumbing -----------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> Any:
         with self._lock:

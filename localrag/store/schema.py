@@ -395,6 +395,34 @@ CREATE TABLE graph_matrix_dirty(kind INTEGER NOT NULL, id INTEGER NOT NULL, PRIM
 """
 
 
+def _sessions(dim: int) -> str:
+    """Conversations: a session is a thread of turns; each turn keeps what was asked, what was
+    searched for (the follow-up resolved against the turns before it), the answer and its citations."""
+    return """
+CREATE TABLE sessions(
+  id INTEGER PRIMARY KEY,
+  name TEXT UNIQUE,
+  created REAL NOT NULL,
+  updated REAL NOT NULL
+);
+CREATE INDEX sessions_updated ON sessions(updated);
+CREATE TABLE turns(
+  id INTEGER PRIMARY KEY,
+  session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  ordinal INTEGER NOT NULL,
+  question TEXT NOT NULL,
+  resolved TEXT NOT NULL,
+  resolver TEXT NOT NULL DEFAULT '',
+  answer TEXT NOT NULL DEFAULT '',
+  citations_json TEXT NOT NULL DEFAULT '[]',
+  strategy TEXT NOT NULL DEFAULT '',
+  query_id INTEGER,
+  created REAL NOT NULL,
+  UNIQUE(session, ordinal)
+);
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -404,5 +432,6 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "passage_links", _passage_links),
     Migration(7, "vault", _vault),
     Migration(8, "graph_matrix", _graph_matrix),
+    Migration(9, "sessions", _sessions),
 ]
 

@@ -36,6 +36,7 @@ from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
 from localrag.tui.pathtree import PathTree
 from localrag.tui.progress import IndexProgress, ProgressFeed
 from localrag.tui.source import SourcePanel
+from localrag.tui.thread import ConversationControl, SearchedFor
 
 AssistantFactory = Callable[[Index], Assistant]
 PANELS = ("source", "path", "cost", "status", "skipped")
@@ -45,7 +46,7 @@ class Closing(Exception):
     """Raised in the answer thread's token callback to stop generation when the app exits."""
 
 
-class LocalRagApp(ModelControl, App[None]):
+class LocalRagApp(ConversationControl, ModelControl, App[None]):
     TITLE = "localrag"
     CSS = """
     #main { height: 1fr; }
@@ -62,6 +63,8 @@ class LocalRagApp(ModelControl, App[None]):
         Binding("f6", "panel('skipped')", "Skipped"),
         Binding("f7", "toggle_indexing", "Stop/resume indexing"),
         Binding("ctrl+t", "next_strategy", "Strategy"),
+        Binding("ctrl+n", "new_conversation", "New conversation", show=False),
+        Binding("ctrl+o", "open_conversations", "Conversations", show=False),
         Binding("escape", "focus_input", "Question", show=False),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
@@ -125,6 +128,8 @@ class LocalRagApp(ModelControl, App[None]):
         self.run_worker(partial(self.indexer.run, self._stop), thread=True, group="index", name="indexer")
         self.set_interval(0.5, self._refresh_state)
         self._refresh_state()
+        self.resume_last_conversation()
+        self.call_later(self.show_conversation)
 
     def on_unmount(self) -> None:
         self._stop_background()
@@ -284,8 +289,12 @@ class LocalRagApp(ModelControl, App[None]):
                 if block.buffer.push(token):
                     self.post_message(AnswerTokens(block_id))
 
+            conversation = self.conversation_for_question()
+            if conversation is not None:
+                conversation.on_resolved = lambda r: self.post_message(SearchedFor(block_id, r))
             question, terms = split_inline_filters(question)  # "/tag:project /path:work/ who …"
-            answer = self.assistant.ask(question, strategy=strategy, on_token=on_token, where=parse_where(terms))
+            answer = self.assistant.ask(question, strategy=strategy, on_token=on_token, where=parse_where(terms),
+                                        conversation=conversation)
         except Closing:
             return
         except EmptyIndexError:
@@ -397,4 +406,7 @@ class LocalRagApp(ModelControl, App[None]):
         for name, text in (("status", "index status"), ("skipped", "skipped files and reasons"),
                            ("path", "reasoning path of the last answer"), ("cost", "cost of the last answer")):
             yield SystemCommand(f"Show {text}", f"open the {name} panel", partial(self.action_panel, name))
+        yield SystemCommand("Conversation: new", "start a new conversation (Ctrl+N)", self.action_new_conversation)
+        yield SystemCommand("Conversation: open an earlier one", "list conversations to reopen and continue (Ctrl+O)",
+                            self.action_open_conversations)
         yield SystemCommand("Help", "key bindings and what the panels mean", self.action_help)

@@ -13,7 +13,10 @@ HELP = """\
 
 Ask a question about the notes in the folder and press **Enter**. The answer streams in
 and cites the passages it used as **[1]**, **[2]** …; the list under the answer shows
-every passage given to the model (*cited* or *context*).
+every passage given to the model (*cited* or *context*). The chat is a conversation:
+a follow-up such as "where was she born?" is searched for with the earlier turns in mind
+(the line *searched for: …* shows what was searched), and the answer sees the earlier turns.
+The app reopens the last conversation when it starts.
 
 Indexing runs in the background: **Passages** is the fast phase (files read, split and
 embedded: search works as soon as it is done); **Graph** is the slow phase (the local
@@ -35,6 +38,8 @@ are picked up within a second. Files that cannot be indexed are listed under
 | F6 | skipped files and why |
 | F7 | stop / resume indexing (a resumed sync catches up with every change) |
 | Ctrl+T | next retrieval strategy |
+| Ctrl+N | new conversation (follow-ups are understood within a conversation) |
+| Ctrl+O | earlier conversations: reopen one and continue it |
 | Ctrl+P | command palette: strategy, model, indexing, panels |
 | Esc | back to the question input |
 | Ctrl+Q | quit |
