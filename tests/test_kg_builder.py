@@ -41,7 +41,7 @@ def test_rules_graph_has_titles_links_and_facts(kg_index, tmp_path):
         assert p.title.lower() in names_of(index, p.id)  # every passage mentions its title entity
     extra = index.status().extra
     assert extra["graph_queue"] == 0 and extra["entities"] > 5 and extra["facts"] == len(facts)
-    assert set(extra) == {"entities", "facts", "coref_pairs", "mentions", "graph_queue", "extraction_failures"}
+    assert {"entities", "facts", "coref_pairs", "mentions", "graph_queue", "extraction_failures"} <= set(extra)
     assert_healthy(index)
 
 
@@ -161,7 +161,7 @@ def test_export_graphml_and_json(kg_index, tmp_path, capsys):
     kinds = {e["kind"] for e in data["edges"]}
     assert {"fact", "mentions"} <= kinds
     assert any(e.get("relation") == "links to" and "ada-lovelace.md" in e.get("sources", "") for e in data["edges"])
-    assert cli_main(["graph", "export", str(tmp_path / "nowhere")]) == 1
+    assert cli_main(["graph", "export", str(tmp_path / "nowhere")]) == 2  # a usage error: no such folder
 
 
 def test_spans_of_notes_fixture_are_sane():

@@ -136,11 +136,12 @@ def test_an_index_from_before_the_link_table_is_made_exact_by_its_next_sync(kg_i
     folder = write_notes(tmp_path / "notes", LINKED)
     index = build(kg_index, folder)
     store = index.store
-    with store.transaction():  # back to schema 5: no link table, no link triggers, no vault tables
+    with store.transaction():  # back to schema 5: none of the tables and triggers of migrations 6 and later
         for (name,) in store.query("SELECT name FROM sqlite_master WHERE type = 'trigger' AND "
-                                   "(name LIKE 'links_%' OR name LIKE 'note_%')"):
+                                   "(name LIKE 'links_%' OR name LIKE 'note_%' OR name LIKE 'matrix_%')"):
             store.execute(f"DROP TRIGGER {name}")
-        for table in ("passage_links", "note_meta", "note_names", "note_tags"):
+        for table in ("passage_links", "note_meta", "note_names", "note_tags", "graph_matrix",
+                      "graph_matrix_dirty", "turns", "sessions"):
             store.execute(f"DROP TABLE {table}")
         store.execute("DELETE FROM schema_migrations WHERE version >= 6")
     index.close()
