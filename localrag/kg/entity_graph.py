@@ -198,8 +198,8 @@ def save_entity_graph(store: Store) -> SaveReport:
     """Bring the saved graph up to the current version (one write transaction; a no-op when it is)."""
     started = time.perf_counter()
     gm = GraphMatrixStore(store)
-    if not gm.available():
-        return SaveReport(False, 0.0)
+    if not gm.available() or gm.saved_version() == store.graph.version():  # a read: no write lock when current
+        return SaveReport(False, time.perf_counter() - started)
     with store.transaction():
         version = store.graph.version()
         if gm.saved_version() == version:
