@@ -38,6 +38,7 @@ class Answer:
     answer_ms: float = 0.0
     query_id: int | None = None
     notes: list[str] = field(default_factory=list)  # e.g. what memory saved
+    strategy_reason: str = ""  # why this strategy ran (Assistant.resolve: `auto`'s rule, or asked for)
 
     @property
     def tokens(self) -> int:
@@ -54,6 +55,7 @@ class Answer:
             "question": self.question,
             "answer": self.text,
             "strategy": self.strategy,
+            "strategy_reason": self.strategy_reason,
             "citations": [
                 {"n": c.number, "cited": c.cited, "inferred": c.inferred, "path": c.passage.path, "start_line": c.passage.start_line,
                  "end_line": c.passage.end_line, "location": c.location}

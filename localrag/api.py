@@ -26,6 +26,14 @@ if TYPE_CHECKING:
 AUTO_GRAPH_QUEUE_SHARE = 0.1
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """The strategy a question runs with, and why (shown in the TUI header and ``--json``)."""
+
+    strategy: str
+    reason: str
+
+
 class EmptyIndexError(RuntimeError):
     """A question was asked of an index with no passages."""
 
@@ -138,14 +146,47 @@ class Assistant:
         return Context(self.index.store, self.index.embedder, self.settings, llm_factory=self.llm)
 
     def resolve_strategy(self, name: str | None) -> str:
-        """``auto`` is NeuroPath once most of the graph exists, hybrid before that."""
+        return self.resolve(name).strategy
+
+    def resolve(self, name: str | None) -> Resolution:
+        """``auto``: `graph` (no LLM) unless the model is large enough to track paths and the graph is built.
+
+        The rule is measured, not assumed: with SmolLM2-135M and Qwen2.5-Coder-0.5B NeuroPath's
+        tracking lost recall against the no-LLM fusion it starts from (docs/benchmarks.md
+        "auto"), so a model below ``auto_min_params`` (read from its GGUF metadata without
+        loading weights; unknown counts as small) never tracks paths by default.
+        """
         name = name or self.settings.strategy
         if name != "auto":
-            return name
+            return Resolution(name, "chosen" if name == (self.settings.strategy or "auto") else "asked for")
+        from localrag.llm.model_info import format_params
+
+        size = self.model_size()
+        floor = format_params(self.settings.auto_min_params)
+        if not size.known:
+            return Resolution("graph", f"auto: model size {size.source}; graph fusion needs no model")
+        if size.params < self.settings.auto_min_params:
+            return Resolution("graph", f"auto: {size.model} has {size.label} parameters ({size.source}), below "
+                              f"{floor}: too small to track paths, graph fusion needs no model")
         counts = self.index.store.graph.counts()
         passages = self.index.store.docs.passage_count()
         built = passages > 0 and counts.facts > 0 and counts.queued <= AUTO_GRAPH_QUEUE_SHARE * passages
-        return "neuropath" if built else "hybrid"
+        if not built:
+            return Resolution("graph", f"auto: {size.model} ({size.label}) could track paths, but the graph is "
+                              "still being built")
+        return Resolution("neuropath", f"auto: {size.model} has {size.label} parameters (>= {floor}): NeuroPath, "
+                          "starting from the graph fusion")
+
+    def model_size(self):
+        """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""
+        from localrag.llm.model_info import ModelSize, model_size
+
+        inner = self._llm.inner if self._llm is not None else None
+        if inner is not None and callable(getattr(inner, "model_size", None)):
+            return inner.model_size()
+        if inner is not None and self.model_source == "given":
+            return ModelSize(0, "", str(getattr(inner, "model_id", "given")), "unknown: the given model does not say")
+        return model_size(self.settings.llm)
 
     # -- asking ------------------------------------------------------------------
     def retrieve(self, question: str, strategy: str | None = None, k: int | None = None) -> Retrieval:
@@ -161,7 +202,8 @@ class Assistant:
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
-        name = self.resolve_strategy(strategy)
+        resolution = self.resolve(strategy)
+        name = resolution.strategy
         calls: list[LLMCallRecord] = []
         qid = self._log_query(lambda: self.index.store.calls.start_query(question, name))
         self._current.query_id = qid
@@ -183,7 +225,7 @@ class Assistant:
         finally:
             self._current.query_id = None
         result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
-                        notes=memory_notes(retrieval.trace) + reply_notes)
+                        notes=memory_notes(retrieval.trace) + reply_notes, strategy_reason=resolution.reason)
         if qid is not None:
             self._log_query(lambda: self.index.store.calls.finish_query(qid, text, result.to_json()["trace"]))
         return result
@@ -201,7 +243,7 @@ class Assistant:
             return None
 
     def _needs_llm(self, strategy: str, answer: bool) -> bool:
-        return answer or strategy not in {"dense", "lexical", "hybrid", "ppr"}
+        return answer or strategy not in {"dense", "lexical", "hybrid", "ppr", "graph"}
 
 
 class _null:

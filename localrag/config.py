@@ -66,6 +66,8 @@ class LLMSettings:
     concurrency: int = 4
     # optional per-role models (extraction vs tracking/answers), GGUF paths or server model names
     index_model: str = ""
+    # the answer model's parameter count, for `auto`; 0 = read from the GGUF (a served model: unknown)
+    params: int = 0
 
 
 @dataclass
@@ -114,6 +116,14 @@ class GraphSettings:
     ppr_span_min_sim: float = 0.75  # a query span links to its nearest entity only this close
     ppr_knn_min_sim: float = 0.5  # whole-query neighbours below this are not seeds
     ppr_pool: int = 100  # dense candidates used to break ties and fill the list
+    # `graph` (localrag/retrieve/graph.py): weighted reciprocal-rank fusion of dense, lexical and a
+    # hub-damped PPR list; chosen on the dev sets (docs/benchmarks.md "The `graph` fusion")
+    fusion_dense: float = 1.0
+    fusion_lexical: float = 1.0
+    fusion_ppr: float = 1.0
+    fusion_rrf_k: int = 8
+    ppr_entity_damping: float = 0.0  # PPR mass of an entity / |passages mentioning it| ** this
+    ppr_passage_damping: float = 0.0  # a passage's PPR score / |entities it mentions| ** this
 
 
 @dataclass
@@ -152,7 +162,12 @@ class RemindSettings:
 class Settings:
     folder: str = "."
     db: str = ""  # empty = <folder>/.localrag/index.db
-    strategy: str = "auto"  # auto = neuropath once a graph exists, else hybrid
+    # auto = `graph` (no LLM) with a model below auto_min_params (or of unknown size), NeuroPath
+    # starting from `graph` with a larger one once the graph is built (Assistant.resolve)
+    strategy: str = "auto"
+    # SmolLM2-135M and Qwen2.5-Coder-0.5B both lose recall to `graph` when they track paths
+    # (docs/benchmarks.md "auto"); 3B is the first size class not measured to lose
+    auto_min_params: int = 3_000_000_000
     top_k: int = 5
     # hybrid retrieval: reciprocal-rank fusion constant and how many hits each retriever contributes
     # (k 60, the RRF paper's default, misses dense on MuSiQue dev; 5-12 beats both everywhere: docs/benchmarks.md)

@@ -33,7 +33,7 @@ from localrag.records import LLMCallRecord, Trace
 from localrag.retrieve import strategy_names
 
 # strategies that read the knowledge graph: the index must extract it first
-GRAPH_STRATEGIES = ("ppr", "neuropath", "remind")
+GRAPH_STRATEGIES = ("ppr", "graph", "neuropath", "remind")
 
 
 @dataclass
