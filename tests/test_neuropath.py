@@ -161,18 +161,6 @@ def test_too_broad_selection_is_narrowed_by_similarity(graph_index):
     assert sorted(sims.values(), reverse=True)[:3] == sorted((sims[i] for i in rnd["selected"]), reverse=True)
 
 
-def test_auto_strategy_waits_for_the_graph(graph_index, tmp_path, settings_for, embedder):
-    assert Assistant(graph_index, llm=object()).resolve_strategy("auto") == "neuropath"
-    d = tmp_path / "fresh"
-    d.mkdir()
-    (d / "a.md").write_text(NOTES["mira.md"])
-    fresh = Index(settings_for(d), embedder)
-    fresh.sync()  # passages queued for extraction, no facts yet
-    assert Assistant(fresh, llm=object()).resolve_strategy("auto") == "hybrid"
-    assert Assistant(fresh, llm=object()).resolve_strategy("lexical") == "lexical"
-    fresh.close()
-
-
 # -- completion: fusion weights, the graph list, offline replay ------------------------------------
 def completion_step(r):
     return next(s for s in r.trace.steps if s["step"] == "completion")
