@@ -56,6 +56,7 @@ class Answer:
             "answer": self.text,
             "strategy": self.strategy,
             "strategy_reason": self.strategy_reason,
+            "query_id": self.query_id,
             "citations": [
                 {"n": c.number, "cited": c.cited, "inferred": c.inferred, "path": c.passage.path, "start_line": c.passage.start_line,
                  "end_line": c.passage.end_line, "location": c.location}

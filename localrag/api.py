@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from localrag.answer import Answer, generate_answer
+from localrag.answer import EMPTY_ANSWER, Answer, generate_answer
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
@@ -142,8 +143,11 @@ class Assistant:
 
     _current = threading.local()
 
-    def context(self) -> Context:
-        return Context(self.index.store, self.index.embedder, self.settings, llm_factory=self.llm)
+    def context(self, read_memory: bool = True) -> Context:
+        settings = self.settings
+        if not read_memory:  # the last answer to this question was marked wrong: full retrieval
+            settings = dataclasses.replace(settings, memory=dataclasses.replace(settings.memory, read=False))
+        return Context(self.index.store, self.index.embedder, settings, llm_factory=self.llm)
 
     def resolve_strategy(self, name: str | None) -> str:
         return self.resolve(name).strategy
@@ -189,13 +193,14 @@ class Assistant:
         return model_size(self.settings.llm)
 
     # -- asking ------------------------------------------------------------------
-    def retrieve(self, question: str, strategy: str | None = None, k: int | None = None) -> Retrieval:
+    def retrieve(self, question: str, strategy: str | None = None, k: int | None = None,
+                 read_memory: bool = True) -> Retrieval:
         name = self.resolve_strategy(strategy)
         if self.index.store.docs.passage_count() == 0:
             raise EmptyIndexError(
                 f"the index of {self.index.folder} has no passages yet: run `localrag index {self.index.folder}` first"
             )
-        return get_strategy(name).retrieve(self.context(), question, k or max(self.settings.top_k, 10))
+        return get_strategy(name).retrieve(self.context(read_memory), question, k or max(self.settings.top_k, 10))
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, answer: bool = True,
             short: bool = False, on_token: Callable[[str], None] | None = None) -> Answer:
@@ -207,11 +212,13 @@ class Assistant:
         calls: list[LLMCallRecord] = []
         qid = self._log_query(lambda: self.index.store.calls.start_query(question, name))
         self._current.query_id = qid
+        rejected = self._log_query(lambda: self.index.store.memory.verdict_for(question)) == "wrong"
         started = time.perf_counter()
+        memory = self.index.store.memory
         try:
             scope = self.llm().scoped(calls.append) if self._needs_llm(name, answer) else _null()
-            with scope:
-                retrieval = self.retrieve(question, name, k)
+            with scope, memory.attributed(qid):
+                retrieval = self.retrieve(question, name, k, read_memory=not rejected)
                 retrieve_ms = (time.perf_counter() - started) * 1000
                 text, citations, answer_ms, reply_notes = "", [], 0.0, []
                 if answer:
@@ -222,13 +229,25 @@ class Assistant:
                     text, citations, answer_ms, reply_notes = g.text, g.citations, g.ms, g.notes
                     if retrieval.on_answer is not None and text:
                         retrieval.on_answer([c.passage.id for c in citations if c.cited])
+        except BaseException:
+            self._forget(qid)  # a failed answer teaches memory nothing
+            raise
         finally:
             self._current.query_id = None
+        if answer and text.strip() in ("", EMPTY_ANSWER):
+            self._forget(qid)  # an empty reply is a failed answer too
+        if rejected:
+            retrieval.trace.step("feedback", note="the last answer to this question was marked wrong: memory not read")
         result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
                         notes=memory_notes(retrieval.trace) + reply_notes, strategy_reason=resolution.reason)
         if qid is not None:
             self._log_query(lambda: self.index.store.calls.finish_query(qid, text, result.to_json()["trace"]))
         return result
+
+    def _forget(self, qid: int | None) -> None:
+        """Undo the memory writes of a question whose answer failed or came back empty."""
+        if qid is not None:
+            self._log_query(lambda: self.index.store.memory.undo(qid))
 
     @staticmethod
     def _log_query(write: Callable[[], object]):

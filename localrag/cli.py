@@ -12,7 +12,7 @@ import sys
 
 from localrag import __version__
 
-COMMAND_MODULES = ["index", "ask", "status", "doctor", "bench", "watch", "graph", "memory", "tui"]
+COMMAND_MODULES = ["index", "ask", "status", "doctor", "bench", "watch", "graph", "memory", "feedback", "tui"]
 
 
 def common_parser() -> argparse.ArgumentParser:

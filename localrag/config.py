@@ -129,6 +129,8 @@ class GraphSettings:
 @dataclass
 class MemorySettings:
     enabled: bool = True
+    # False: memory is written but not read (a question whose last answer was marked wrong runs full retrieval)
+    read: bool = True
     alpha: float = 0.1
     lam: float = 0.5
     penalty: str = "intended"  # "intended" | "off"

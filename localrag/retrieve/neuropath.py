@@ -171,7 +171,7 @@ class NeuroPath:
         seed_ids = [e for _, e, _, _ in seeds]
         mem = ctx.settings.memory
         qvec = ctx.embedder.encode_one(query)
-        recall = recall_paths(ctx.store, qvec, seed_ids, mem) if mem.enabled else Recall()
+        recall = recall_paths(ctx.store, qvec, seed_ids, mem) if mem.enabled and mem.read else Recall()
         skip = bool(recall.paths) and min(recall.weights[p.text] for p in recall.paths) >= mem.skip_above
         if skip:
             ordered = sorted(recall.paths, key=lambda p: -recall.weights[p.text])

@@ -59,14 +59,14 @@ class Remind:
     def _run(self, ctx: Context, query: str, k: int, trace: Trace) -> Retrieval:
         cfg, mem = ctx.settings.remind, ctx.settings.memory
         qvec = ctx.embedder.encode_one(query)
-        graph = RemindGraph(ctx.store, qvec, mem.alpha, use_memory=mem.enabled)
+        graph = RemindGraph(ctx.store, qvec, mem.alpha, use_memory=mem.enabled and mem.read)
         seeds = self._seeds(ctx, graph, trace)
         if not seeds:
             trace.step("fallback", reason="no entity or passage to start from: dense retrieval")
             return Retrieval(query, scored(ctx, dense_ranked(ctx, query, k), "dense"), trace)
         trace.step("config", **_config(ctx.settings))
         visited = set(seeds)
-        expansion = expand(graph, seeds, mem.lam, visited) if mem.enabled else Expansion()
+        expansion = expand(graph, seeds, mem.lam, visited) if mem.enabled and mem.read else Expansion()
         trace.step("expansion", recalled_edges=expansion.edges, passages=expansion.passages,
                    edges=[{"step": graph.step_line(s.edge), "w": round(s.weight, 4)} for s in expansion.steps],
                    memory="on" if mem.enabled else "off")
@@ -97,7 +97,7 @@ class Remind:
     @staticmethod
     def _trusted(ctx: Context, expansion: Expansion) -> bool:
         mem = ctx.settings.memory
-        return (mem.enabled and ctx.settings.remind.trust_recall and bool(expansion.passages)
+        return (mem.enabled and mem.read and ctx.settings.remind.trust_recall and bool(expansion.passages)
                 and min(s.weight for s in expansion.steps) >= mem.skip_above)
 
     # ------------------------------------------------------------------------------------------

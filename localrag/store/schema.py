@@ -308,6 +308,34 @@ UPDATE documents SET size = -1, sha256 = '' WHERE id IN (SELECT doc_id FROM pass
 """
 
 
+def _memory_feedback(dim: int) -> str:
+    """Which edges each answered query wrote (with the memory before), and the user's verdicts.
+
+    A failed answer's writes are undone from ``before``; an answer marked wrong has the edges
+    it reinforced penalised, and a question whose last verdict is "wrong" is retrieved again
+    without reading memory (``localrag feedback``, the TUI's key).
+    """
+    return f"""
+CREATE TABLE memory_writes(
+  id INTEGER PRIMARY KEY,
+  query_id INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  a INTEGER NOT NULL,
+  b INTEGER NOT NULL,
+  before BLOB,
+  at REAL NOT NULL
+);
+CREATE INDEX memory_writes_query ON memory_writes(query_id);
+CREATE TABLE query_feedback(
+  query_id INTEGER PRIMARY KEY,
+  text TEXT NOT NULL,
+  verdict TEXT NOT NULL CHECK (verdict IN ('right', 'wrong')),
+  at REAL NOT NULL
+);
+CREATE INDEX query_feedback_text ON query_feedback(text);
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -315,5 +343,6 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "memory", _memory),
     Migration(5, "vector_rescoring", _vector_rescoring),
     Migration(6, "passage_links", _passage_links),
+    Migration(7, "memory_feedback", _memory_feedback),
 ]
 
