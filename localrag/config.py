@@ -92,7 +92,11 @@ class NeuroPathSettings:
     # completion retriever for query + chain + requirement: "dense" (the paper) or "hybrid";
     # hybrid, with the graph list below: +1.2 points recall@5 over dense on the three dev sets
     # (same SmolLM2 tracking replayed, scripts/neuropath_refuse.py, docs/benchmarks.md "NeuroPath")
-    completion: str = "hybrid"
+    # "graph": the no-LLM `graph` fusion of the question is the base list, path documents (path_weight)
+    # and hybrid hits for chain + requirement (chain_weight) are fused into it, so the model can only
+    # add to what the fusion finds (docs/benchmarks.md "NeuroPath from the graph fusion")
+    completion: str = "graph"
+    chain_weight: float = 0.3
     # a third fused list: "ppr" (personalised PageRank from the query's entities and the open
     # ends of the valid paths) or "none" (the paper's two lists)
     graph_completion: str = "ppr"
