@@ -184,8 +184,12 @@ def _load(args: argparse.Namespace) -> Any:
     from localrag.bench.data import load_dataset
     from localrag.bench.notes_set import load_notes_dataset
 
+    from localrag.bench.loogle import is_loogle, load_loogle
+
     if args.notes:
         return load_notes_dataset(args.notes, args.questions, args.ids, args.limit)
+    if is_loogle(Path(args.data)):
+        return load_loogle(args.data, args.ids, args.limit)
     return load_dataset(args.data, args.ids, args.limit)
 
 
