@@ -161,6 +161,10 @@ class RemindSettings:
     summary_max_tokens: int = 200
     # a question whose recalled route is strong (every edge >= memory.skip_above) skips the walk
     trust_recall: bool = True
+    # final ranking: "graph" (the no-LLM graph fusion, with the walk's passages fused in at
+    # collected_weight) or "collected-first" (the paper: walked passages, then dense backfill)
+    rank: str = "graph"
+    collected_weight: float = 0.3
     zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 

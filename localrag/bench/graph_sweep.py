@@ -32,9 +32,9 @@ BASELINES = ("dense", "lexical", "hybrid", "ppr")
 class Grid:
     entity_damping: tuple[float, ...] = (0.0, 0.5, 1.0)
     passage_damping: tuple[float, ...] = (0.0, 0.5, 1.0)
-    ppr: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
-    lexical: tuple[float, ...] = (0.5, 1.0, 1.5)
-    rrf_k: tuple[int, ...] = (5, 8, 15, 30, 60)
+    ppr: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+    lexical: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
+    rrf_k: tuple[int, ...] = (2, 5, 8, 15, 30, 60)
 
 
 @dataclass(frozen=True)

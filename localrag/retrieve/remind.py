@@ -38,6 +38,8 @@ from localrag.llm.prompts_remind import render_chunks
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
 from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.graph import graph_ranked
+from localrag.retrieve.hybrid import rrf
 
 DEVIATIONS = [
     "R10: each candidate's weight w is shown to the model (the released prompt omits it)",
@@ -151,9 +153,16 @@ class Remind:
     def _rank(self, ctx: Context, query: str, st: WalkState, expansion: Expansion, k: int, trace: Trace) -> Retrieval:
         collected = list(dict.fromkeys(st.collected))
         n = max(k, len(collected))
-        ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
-        dense = dense_ranked(ctx, query, n + len(collected))
-        ranked += [(pid, s) for pid, s in dense if pid not in set(collected)][: n - len(collected)]
+        if ctx.settings.remind.rank == "graph":
+            # the no-LLM `graph` fusion is the base; what the walk collected is fused in at a lower
+            # weight, so the model's walk adds to the fusion's list instead of replacing its top
+            base, _ = graph_ranked(ctx, query, max(n, ctx.settings.hybrid_pool))
+            walked = [(pid, 1.0) for pid in collected]
+            ranked = rrf([base, walked], k, weights=[1.0, ctx.settings.remind.collected_weight], rrf_k=8)
+        else:
+            ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
+            dense = dense_ranked(ctx, query, n + len(collected))
+            ranked += [(pid, s) for pid, s in dense if pid not in set(collected)][: n - len(collected)]
         passages = scored(ctx, ranked, "dense")
         seeds = {s.id for s in st.seeds if s.kind == PASSAGE}
         recalled = set(expansion.passages)
@@ -165,7 +174,7 @@ class Remind:
                 sp.source = "memory"
             elif pid in collected:
                 sp.source = "path"
-        trace.step("ranking", collected=collected, backfill=len(passages) - len(collected))
+        trace.step("ranking", collected=collected, backfill=len(passages) - len(collected), rank=ctx.settings.remind.rank)
         return Retrieval(query, passages, trace)
 
 

@@ -245,11 +245,11 @@ class LocalRagApp(ModelControl, App[None]):
 
     def action_feedback(self, verdict: str) -> None:
         """F8 / F9: the last answer was wrong (memory unlearns it, its repeat retrieves afresh) / right."""
-        from localrag.memory.feedback import FeedbackError, mark
+        from localrag.memory.feedback import mark
 
         try:
             result = mark(self.index, verdict, getattr(self, "last_query_id", None))
-        except (FeedbackError, Exception) as exc:  # feedback never crashes the app
+        except Exception as exc:  # feedback never crashes the app (FeedbackError: nothing to mark)
             self.notify(str(exc), title="feedback", severity="warning", timeout=4)
             return
         self.notify(result.note, title=f"marked {verdict}", timeout=4)
