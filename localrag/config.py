@@ -126,6 +126,7 @@ class GraphSettings:
     fusion_lexical: float = 1.0
     fusion_ppr: float = 1.0
     fusion_rrf_k: int = 8
+    fusion_ppr_focus: float = 0.0  # the PPR list counts fully from this seed focus up, in proportion below (0: always)
     ppr_entity_damping: float = 0.0  # PPR mass of an entity / |passages mentioning it| ** this
     ppr_passage_damping: float = 0.0  # a passage's PPR score / |entities it mentions| ** this
 

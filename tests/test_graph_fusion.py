@@ -71,3 +71,11 @@ def test_without_a_graph_it_is_dense_and_lexical(kg_index, tmp_path):
     got = get_strategy("graph").retrieve(ctx, "Where can I buy a rye and plum loaf?", 3)
     assert got.passages[0].passage.path == "bakery.md"
     assert next(s for s in got.trace.steps if s["step"] == "fusion")["hits"]["ppr"] == 0
+
+
+def test_a_walk_from_hub_seeds_counts_less_than_one_from_a_specific_entity():
+    weights = FusionWeights(1.0, 1.0, 3.0, 8, focus=0.1)
+    assert weights.ppr_weight(0.5) == 3.0 and weights.ppr_weight(0.05) == 1.5 and weights.ppr_weight(0.0) == 0.0
+    dense, lexical, ppr = [(1, 0.9), (2, 0.8)], [(1, 5.0), (2, 4.0)], [(3, 0.5)]
+    assert fuse(dense, lexical, ppr, weights, 3, focus=0.5)[0][0] == 3  # a specific seed: its walk leads
+    assert [p for p, _ in fuse(dense, lexical, ppr, weights, 3, focus=0.001)][:2] == [1, 2]  # hub seeds: it barely counts

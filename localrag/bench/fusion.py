@@ -137,7 +137,7 @@ def choose_main(argv: list[str]) -> int:
     for c in choices[:25]:
         cfg = c.config
         label = (f"ed={cfg['entity_damping']:g} pd={cfg['passage_damping']:g} w_ppr={cfg['ppr']:g} "
-                 f"w_lex={cfg['lexical']:g} k={cfg['rrf_k']}")
+                 f"w_lex={cfg['lexical']:g} k={cfg['rrf_k']} focus={cfg.get('focus', 0):g}")
         print(f"| {label} | " + " | ".join(f"{c.per_set[n]:.3f}" for n in names) + f" | {c.mean:.3f} | {c.margin:+.3f} |")
     print("| best single per set | " + " | ".join(f"{best_single[n]:.3f}" for n in names) + " | | |")
     return 0

@@ -21,7 +21,7 @@ from localrag.bench.data import Dataset, default_work_dir
 from localrag.bench.metrics import mean, recall_at_k
 from localrag.bench.results import RECALL_KS
 from localrag.bench.runner import ensure_graph, prepare_index
-from localrag.retrieve.graph import FusionWeights, fuse, passage_scores, ppr_list, walk
+from localrag.retrieve.graph import FusionWeights, fuse, passage_scores, ppr_list, seed_focus, walk
 
 Ranking = list[tuple[int, float]]
 DEPTH = 2 * max(RECALL_KS)  # passages per question, as `localrag bench` asks (2 · k)
@@ -33,8 +33,9 @@ class Grid:
     entity_damping: tuple[float, ...] = (0.0, 0.5, 1.0)
     passage_damping: tuple[float, ...] = (0.0, 0.5, 1.0)
     ppr: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
-    lexical: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
-    rrf_k: tuple[int, ...] = (2, 5, 8, 15, 30, 60)
+    lexical: tuple[float, ...] = (0.5, 1.0, 1.5)
+    rrf_k: tuple[int, ...] = (2, 5, 8, 15)
+    focus: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.2)
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,12 @@ class Config:
     ppr: float
     lexical: float
     rrf_k: int
+    focus: float = 0.0
 
     @property
     def name(self) -> str:
         return (f"graph ed={self.entity_damping:g} pd={self.passage_damping:g} w_ppr={self.ppr:g} "
-                f"w_lex={self.lexical:g} k={self.rrf_k}")
+                f"w_lex={self.lexical:g} k={self.rrf_k} focus={self.focus:g}")
 
 
 @dataclass
@@ -90,9 +92,9 @@ def sweep(dataset: Dataset, grid: Grid, work: Path | None = None) -> list[Row]:
                     ppr_lists[(ed, pd)] = []
                 else:
                     ppr_lists[(ed, pd)] = ppr_list(ctx, qvec, dense, w.graph, passage_scores(w.graph, w.mass, ed, pd), pool)
-            items.append((dense, lexical, ppr_lists))
+            items.append((dense, lexical, ppr_lists, seed_focus(w)))
         seen = {pid for lists in baseline.values() for r in lists for pid, _ in r}
-        for dense, lexical, ppr_lists in items:
+        for dense, lexical, ppr_lists, _ in items:
             seen |= {pid for pid, _ in dense + lexical}
             seen |= {pid for r in ppr_lists.values() for pid, _ in r}
         paths = {p.id: p.path for p in index.store.docs.passages(sorted(seen))}
@@ -100,11 +102,11 @@ def sweep(dataset: Dataset, grid: Grid, work: Path | None = None) -> list[Row]:
         index.close()
     golds = [q.gold_doc_ids for q in dataset.questions]
     rows = [Row(name, _recall(dataset, paths, golds, baseline[name])) for name in BASELINES]
-    for ed, pd, wp, wl, k in itertools.product(grid.entity_damping, grid.passage_damping, grid.ppr, grid.lexical,
-                                               grid.rrf_k):
-        config = Config(ed, pd, wp, wl, k)
-        weights = FusionWeights(1.0, wl, wp, k)
-        ranked = [fuse(dense, lexical, lists[(ed, pd)], weights, DEPTH) for dense, lexical, lists in items]
+    for ed, pd, wp, wl, k, fo in itertools.product(grid.entity_damping, grid.passage_damping, grid.ppr, grid.lexical,
+                                                   grid.rrf_k, grid.focus):
+        config = Config(ed, pd, wp, wl, k, fo)
+        weights = FusionWeights(1.0, wl, wp, k, fo)
+        ranked = [fuse(dense, lexical, lists[(ed, pd)], weights, DEPTH, focus) for dense, lexical, lists, focus in items]
         rows.append(Row(config.name, _recall(dataset, paths, golds, ranked), config))
     return rows
 

@@ -14,7 +14,10 @@ each entity's mass is divided by ``|passages mentioning it| ** ppr_entity_dampin
 IDF-like weight: mass on an entity every note mentions says little), and a passage's sum
 by ``|entities it mentions| ** ppr_passage_damping`` (a long list of mentions is not
 evidence). Only passages the walk reached enter the PPR list, so it never repeats the dense
-order it falls back to.
+order it falls back to. And the PPR list's weight follows the walk's *seed focus* (the best
+seed's weight over the passages mentioning it, ``seed_focus``): full weight from
+``fusion_ppr_focus`` up, less below, so a walk that starts only from hub entities (a notes
+question's "dendron", "note", "vault") barely moves the dense and lexical order.
 """
 
 from __future__ import annotations
@@ -42,11 +45,16 @@ class FusionWeights:
     lexical: float
     ppr: float
     rrf_k: int
+    focus: float = 0.0  # the seed focus at which the PPR list counts fully (0: always fully)
 
     @classmethod
     def of(cls, ctx: Context) -> "FusionWeights":
         cfg = ctx.settings.graph
-        return cls(cfg.fusion_dense, cfg.fusion_lexical, cfg.fusion_ppr, cfg.fusion_rrf_k)
+        return cls(cfg.fusion_dense, cfg.fusion_lexical, cfg.fusion_ppr, cfg.fusion_rrf_k, cfg.fusion_ppr_focus)
+
+    def ppr_weight(self, focus: float) -> float:
+        """The PPR list's weight for a walk of this seed focus (``seed_focus``)."""
+        return self.ppr if self.focus <= 0 else self.ppr * min(1.0, focus / self.focus)
 
 
 @dataclass
@@ -77,6 +85,20 @@ def walk(ctx: Context, query: str, qvec: np.ndarray, extra_restart: dict[int, fl
     return Walk(eg, seeds, personalised_pagerank(eg, reset, ctx.settings.graph.ppr_damping))
 
 
+def seed_focus(w: Walk) -> float:
+    """How specific the walk's best seed is: its weight / the passages mentioning it (1 = one passage).
+
+    A 2Wiki question names an entity two passages mention; a notes question's spans are
+    "dendron", "note", "vault", mentioned by thousands: the walk from them says little.
+    """
+    best = 0.0
+    for s in w.seeds:
+        i = w.graph.index.get(s.entity)
+        if i is not None:
+            best = max(best, s.weight / max(1.0, float(w.graph.mention_counts[i])))
+    return best
+
+
 def passage_scores(eg: EntityGraph, mass: np.ndarray, entity_damping: float, passage_damping: float) -> np.ndarray:
     """Each passage's read-out of the walk, hub entities and long mention lists damped (module doc)."""
     readout = mass / np.power(np.maximum(eg.mention_counts, 1.0), entity_damping) if entity_damping else mass
@@ -100,8 +122,9 @@ def ppr_list(ctx: Context, qvec: np.ndarray, dense: Ranking, eg: EntityGraph, sc
     return reached[:depth]
 
 
-def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights, k: int) -> Ranking:
-    return rrf([dense, lexical, ppr], k, weights=[weights.dense, weights.lexical, weights.ppr], rrf_k=weights.rrf_k)
+def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights, k: int, focus: float = 1.0) -> Ranking:
+    return rrf([dense, lexical, ppr], k, weights=[weights.dense, weights.lexical, weights.ppr_weight(focus)],
+               rrf_k=weights.rrf_k)
 
 
 def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | None = None
@@ -114,20 +137,23 @@ def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, floa
     dense = dense_ranked(ctx, query, pool)
     w = walk(ctx, query, qvec, extra_restart)
     ppr: Ranking = []
+    focus = seed_focus(w)
     if w.mass is not None:
         scores = passage_scores(w.graph, w.mass, cfg.ppr_entity_damping, cfg.ppr_passage_damping)
         ppr = ppr_list(ctx, qvec, dense, w.graph, scores, pool)
     lexical = lexical_future.result()
     weights = FusionWeights.of(ctx)
     info = {
-        "weights": {"dense": weights.dense, "lexical": weights.lexical, "ppr": weights.ppr, "rrf_k": weights.rrf_k},
+        "weights": {"dense": weights.dense, "lexical": weights.lexical, "ppr": round(weights.ppr_weight(focus), 4),
+                    "rrf_k": weights.rrf_k},
+        "seed_focus": round(focus, 4),
         "damping": {"entity": cfg.ppr_entity_damping, "passage": cfg.ppr_passage_damping},
         "hits": {"dense": len(dense), "lexical": len(lexical), "ppr": len(ppr)},
         "seeds": [{"entity": s.entity, "name": s.name, "weight": round(s.weight, 4), "via": s.via} for s in w.seeds],
     }
     if w.mass is None:
         info["note"] = "no query entity in the graph: dense and lexical only"
-    return fuse(dense, lexical, ppr, weights, k), info
+    return fuse(dense, lexical, ppr, weights, k, focus), info
 
 
 class GraphFusion:
