@@ -86,13 +86,17 @@ def walk(ctx: Context, query: str, qvec: np.ndarray, extra_restart: dict[int, fl
 
 
 def seed_focus(w: Walk) -> float:
-    """How specific the walk's best seed is: its weight / the passages mentioning it (1 = one passage).
+    """How specific the walk's best named seed is: its weight / the passages mentioning it (1 = one passage).
 
-    A 2Wiki question names an entity two passages mention; a notes question's spans are
-    "dendron", "note", "vault", mentioned by thousands: the walk from them says little.
+    Only seeds the query names (spans) count: the entities merely nearest to the whole query
+    are often one-passage note titles, specific but not what the question names. A 2Wiki
+    question names an entity two passages mention; a notes question's spans are "dendron",
+    "note", "vault", mentioned by thousands: the walk from them says little.
     """
     best = 0.0
     for s in w.seeds:
+        if s.via != "span":
+            continue
         i = w.graph.index.get(s.entity)
         if i is not None:
             best = max(best, s.weight / max(1.0, float(w.graph.mention_counts[i])))
