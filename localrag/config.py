@@ -122,13 +122,15 @@ class GraphSettings:
     ppr_pool: int = 100  # dense candidates used to break ties and fill the list
     # `graph` (localrag/retrieve/graph.py): weighted reciprocal-rank fusion of dense, lexical and a
     # hub-damped PPR list; chosen on the dev sets (docs/benchmarks.md "The `graph` fusion")
+    # chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (python -m localrag.bench.fusion
+    # choose): the only settings within a point of the best single retriever on all three
     fusion_dense: float = 1.0
     fusion_lexical: float = 1.0
-    fusion_ppr: float = 1.0
-    fusion_rrf_k: int = 8
-    fusion_ppr_focus: float = 0.0  # the PPR list counts fully from this seed focus up, in proportion below (0: always)
-    ppr_entity_damping: float = 0.0  # PPR mass of an entity / |passages mentioning it| ** this
-    ppr_passage_damping: float = 0.0  # a passage's PPR score / |entities it mentions| ** this
+    fusion_ppr: float = 3.0
+    fusion_rrf_k: int = 2
+    fusion_ppr_focus: float = 0.1  # the PPR list counts fully from this seed focus up, in proportion below (0: always)
+    ppr_entity_damping: float = 1.0  # PPR mass of an entity / |passages mentioning it| ** this
+    ppr_passage_damping: float = 0.5  # a passage's PPR score / |entities it mentions| ** this
 
 
 @dataclass

@@ -51,7 +51,7 @@ VARIANTS: dict[str, dict] = {
 }
 # completion starting from the no-LLM `graph` fusion (issue 15): graph list + paths x w + chain hits x c
 for _w in (0.1, 0.3, 0.5):
-    for _c in (0.0, 0.3, 0.5):
+    for _c in (0.0, 0.3):
         VARIANTS[f"graph + paths x{_w} + chain x{_c}"] = _v("graph", "none", _w, _w, chain_weight=_c)
 
 
@@ -62,7 +62,9 @@ def main() -> None:
     ap.add_argument("--ids", help="question ids file (with --from-log)")
     ap.add_argument("--work", help="the bench work dir (default: the result's, else the data set's default)")
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--variants", default="", help="only the variants whose name contains this text")
     args = ap.parse_args()
+    variants = {n: v for n, v in VARIANTS.items() if args.variants in n}
     if args.from_log:
         dataset = load_dataset(args.from_log, args.ids, None)
     else:
@@ -104,7 +106,7 @@ def main() -> None:
         add("hybrid(query)", distinct(hybrid_ranked(ctx, q.question, args.k)[0]), gold)
         add("graph(query), no LLM", distinct(graph_ranked(ctx, q.question, args.k)[0]), gold)
         t = rec.get("tracking") or {}
-        for name, overrides in VARIANTS.items():
+        for name, overrides in variants.items():
             if not t.get("seeds"):  # no query entity: the strategy's fallback (the graph fusion with completion "graph")
                 fallback = graph_ranked(ctx, q.question, args.k)[0] if overrides["completion"] == "graph" \
                     else dense_ranked(ctx, q.question, args.k)
