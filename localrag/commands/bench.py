@@ -161,7 +161,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     from localrag.bench.runner import BenchError, run_bench
 
     if not args.data and not args.notes:
-        raise UserError("--data DIR (or --notes DIR --questions FILE) is required (or use `localrag bench scale|plot|table`)")
+        raise UserError("--data DIR is required (or --notes DIR --questions FILE; or use `localrag bench scale|plot|table`)")
     if bool(args.notes) != bool(args.questions) or (args.notes and args.data):
         raise UserError("--notes DIR needs --questions FILE (and no --data)")
     if args.rounds is not None:
