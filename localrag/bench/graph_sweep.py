@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import asdict, dataclass
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -113,10 +114,12 @@ def sweep(dataset: Dataset, grid: Grid, work: Path | None = None) -> list[Row]:
 
 def write_json(rows: Sequence[Row], dataset: Dataset, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
+    fields = [f.name for f in dataclasses.fields(Config)]
     payload = {"dataset": dataset.name, "ids_file": dataset.ids_file, "questions": len(dataset.questions),
-               "rows": [{"name": r.name, "recall": r.recall, "config": asdict(r.config) if r.config else None}
-                        for r in rows]}
-    out.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+               "config_fields": fields,  # a configuration row's "config" is its values in this order
+               "rows": [{"name": r.name, "recall": r.recall} if r.config is None else
+                        {"recall": r.recall, "config": [getattr(r.config, f) for f in fields]} for r in rows]}
+    out.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")  # thousands of rows: compact
 
 
 @dataclass
@@ -130,6 +133,9 @@ class Choice:
 def choose(files: Sequence[Path], k: str = "5") -> tuple[list[Choice], dict[str, dict[str, float]]]:
     """Configurations ranked by mean recall@k over the sets, with the worst margin to the best single retriever."""
     sets = [json.loads(Path(f).read_text(encoding="utf-8")) for f in files]
+    for s in sets:
+        for r in s["rows"]:
+            r["config"] = dict(zip(s["config_fields"], r["config"])) if r.get("config") is not None else None
     singles = {s["dataset"]: {r["name"]: r["recall"][k] for r in s["rows"] if r["config"] is None} for s in sets}
     by_config: dict[str, dict[str, float]] = {}
     configs: dict[str, dict] = {}
