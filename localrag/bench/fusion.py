@@ -19,6 +19,7 @@ one ``localrag bench`` built for the same data (same cache folder).
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,11 +71,9 @@ def sweep(data: str, ids: str | None, constants: list[int], work: Path | None = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(argv) if argv is not None else None
-    import sys
-
-    if (argv if argv is not None else sys.argv[1:])[:1] == ["choose"]:
-        return choose_main((argv if argv is not None else sys.argv[1:])[1:])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["choose"]:
+        return choose_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m localrag.bench.fusion", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data")
     ap.add_argument("--notes", help="a notes folder (with --questions) instead of --data")
