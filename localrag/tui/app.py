@@ -338,7 +338,8 @@ class LocalRagApp(ModelControl, App[None]):
         self.last_query_id = msg.answer.query_id
         self.last_ran = "" if msg.answer.strategy == self.strategy else f" → {msg.answer.strategy}"
         self._update_titles()
-        self.notify(msg.answer.strategy_reason, title=f"ran {msg.answer.strategy}", timeout=4)
+        if self.last_ran:  # `auto` chose: say why (an explicitly chosen strategy needs no notice)
+            self.notify(msg.answer.strategy_reason, title=f"ran {msg.answer.strategy}", timeout=4)
         self.query_one(PathTree).show_trace(msg.answer.retrieval.trace)
         self.query_one(CostPanel).show_answer(msg.answer, self.stable)
         chat = self.query_one(ChatLog)
