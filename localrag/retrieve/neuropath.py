@@ -318,9 +318,11 @@ class NeuroPath:
             completion, _ = hybrid_ranked(ctx, text, pool)
         elif cfg.completion == "dense":
             completion = dense_ranked(ctx, text, pool)
+        elif cfg.merge == "paths-first":  # the paper's order, with the graph fusion as the list after the paths
+            completion, _ = graph_ranked(ctx, query, pool)
         path_weight = cfg.fallback_weight if inp.fallback else cfg.path_weight
         graph_info: dict = {}
-        if cfg.completion == "graph":
+        if cfg.completion == "graph" and cfg.merge != "paths-first":
             # the no-LLM `graph` fusion of the question is the base list; the model's path documents
             # and the hits for its chain and requirement are added at lower weights, so what the
             # model adds can reorder the fusion's list but rarely push its top passages out
