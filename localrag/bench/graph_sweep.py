@@ -8,9 +8,9 @@ on the same index, so the rows compare like with like.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
