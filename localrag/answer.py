@@ -43,6 +43,7 @@ class Answer:
     notes: list[str] = field(default_factory=list)  # e.g. what memory saved
     resolved_query: str = ""  # what retrieval searched for when a conversation resolved a follow-up
     session: str = ""  # the conversation this turn belongs to ("" for a single question)
+    strategy_reason: str = ""  # why this strategy ran (Assistant.resolve: `auto`'s rule, or asked for)
 
     @property
     def tokens(self) -> int:
@@ -59,6 +60,8 @@ class Answer:
             "question": self.question,
             "answer": self.text,
             "strategy": self.strategy,
+            "strategy_reason": self.strategy_reason,
+            "query_id": self.query_id,
             "citations": [
                 {"n": c.number, "cited": c.cited, "inferred": c.inferred, "path": c.passage.path, "start_line": c.passage.start_line,
                  "end_line": c.passage.end_line, "location": c.location}

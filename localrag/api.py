@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from localrag.answer import Answer, generate_answer
+from localrag.answer import EMPTY_ANSWER, Answer, generate_answer
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
@@ -28,6 +29,14 @@ if TYPE_CHECKING:
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction
 AUTO_GRAPH_QUEUE_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The strategy a question runs with, and why (shown in the TUI header and ``--json``)."""
+
+    strategy: str
+    reason: str
 
 
 class EmptyIndexError(RuntimeError):
@@ -147,28 +156,64 @@ class Assistant:
 
     _current = threading.local()
 
-    def context(self, where: PassageFilter | None = None) -> Context:
-        return Context(self.index.store, self.index.embedder, self.settings, llm_factory=self.llm, filter=where)
+    def context(self, where: PassageFilter | None = None, read_memory: bool = True) -> Context:
+        settings = self.settings
+        if not read_memory:  # the last answer to this question was marked wrong: full retrieval
+            settings = dataclasses.replace(settings, memory=dataclasses.replace(settings.memory, read=False))
+        return Context(self.index.store, self.index.embedder, settings, llm_factory=self.llm, filter=where)
 
     def resolve_strategy(self, name: str | None) -> str:
-        """``auto`` is NeuroPath once most of the graph exists, hybrid before that."""
+        return self.resolve(name).strategy
+
+    def resolve(self, name: str | None) -> Resolution:
+        """``auto``: `graph` (no LLM) unless the model is large enough to track paths and the graph is built.
+
+        The rule is measured, not assumed: with SmolLM2-135M and Qwen2.5-Coder-0.5B NeuroPath's
+        tracking lost recall against the no-LLM fusion it starts from (docs/benchmarks.md
+        "auto"), so a model below ``auto_min_params`` (read from its GGUF metadata without
+        loading weights; unknown counts as small) never tracks paths by default.
+        """
         name = name or self.settings.strategy
         if name != "auto":
-            return name
+            return Resolution(name, "chosen" if name == (self.settings.strategy or "auto") else "asked for")
+        from localrag.llm.model_info import format_params
+
+        size = self.model_size()
+        floor = format_params(self.settings.auto_min_params)
+        if not size.known:
+            return Resolution("graph", f"auto: model size {size.source}; graph fusion needs no model")
+        if size.params < self.settings.auto_min_params:
+            return Resolution("graph", f"auto: {size.model} has {size.label} parameters ({size.source}), below "
+                              f"{floor}: too small to track paths, graph fusion needs no model")
         counts = self.index.store.graph.counts()
         passages = self.index.store.docs.passage_count()
         built = passages > 0 and counts.facts > 0 and counts.queued <= AUTO_GRAPH_QUEUE_SHARE * passages
-        return "neuropath" if built else "hybrid"
+        if not built:
+            return Resolution("graph", f"auto: {size.model} ({size.label}) could track paths, but the graph is "
+                              "still being built")
+        return Resolution("neuropath", f"auto: {size.model} has {size.label} parameters (>= {floor}): NeuroPath, "
+                          "starting from the graph fusion")
+
+    def model_size(self):
+        """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""
+        from localrag.llm.model_info import ModelSize, model_size
+
+        inner = self._llm.inner if self._llm is not None else None
+        if inner is not None and callable(getattr(inner, "model_size", None)):
+            return inner.model_size()
+        if inner is not None and self.model_source == "given":
+            return ModelSize(0, "", str(getattr(inner, "model_id", "given")), "unknown: the given model does not say")
+        return model_size(self.settings.llm)
 
     # -- asking ------------------------------------------------------------------
     def retrieve(self, question: str, strategy: str | None = None, k: int | None = None,
-                 where: PassageFilter | None = None) -> Retrieval:
+                 where: PassageFilter | None = None, read_memory: bool = True) -> Retrieval:
         name = self.resolve_strategy(strategy)
         if self.index.store.docs.passage_count() == 0:
             raise EmptyIndexError(
                 f"the index of {self.index.folder} has no passages yet: run `localrag index {self.index.folder}` first"
             )
-        retrieval = get_strategy(name).retrieve(self.context(where), question, k or max(self.settings.top_k, 10))
+        retrieval = get_strategy(name).retrieve(self.context(where, read_memory), question, k or max(self.settings.top_k, 10))
         if self.settings.index.queue_asked_first:  # the graph grows where the user asks first
             self._log_query(lambda: self.index.store.graph.prioritise([sp.passage.id for sp in retrieval.passages]))
         return retrieval
@@ -182,18 +227,21 @@ class Assistant:
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
-        name = self.resolve_strategy(strategy)
+        choice = self.resolve(strategy)
+        name = choice.strategy
         calls: list[LLMCallRecord] = []
         qid = self._log_query(lambda: self.index.store.calls.start_query(question, name))
         self._current.query_id = qid
+        rejected = self._log_query(lambda: self.index.store.memory.verdict_for(question)) == "wrong"
         started = time.perf_counter()
+        memory = self.index.store.memory
         try:
             needs_llm = self._needs_llm(name, answer) or (conversation is not None and conversation.uses_llm)
             scope = self.llm().scoped(calls.append) if needs_llm else _null()
-            with scope:
+            with scope, memory.attributed(qid):
                 resolution = conversation.resolve(question, self.llm) if conversation is not None else None
                 query = resolution.query if resolution is not None else question
-                retrieval = self.retrieve(query, name, k, where)
+                retrieval = self.retrieve(query, name, k, where, read_memory=not rejected)
                 retrieve_ms = (time.perf_counter() - started) * 1000
                 text, citations, answer_ms, reply_notes = "", [], 0.0, []
                 if answer:
@@ -206,16 +254,29 @@ class Assistant:
                     text, citations, answer_ms, reply_notes = g.text, g.citations, g.ms, g.notes
                     if retrieval.on_answer is not None and text:
                         retrieval.on_answer([c.passage.id for c in citations if c.cited])
+        except BaseException:
+            self._forget(qid)  # a failed answer teaches memory nothing
+            raise
         finally:
             self._current.query_id = None
+        if answer and text.strip() in ("", EMPTY_ANSWER):
+            self._forget(qid)  # an empty reply is a failed answer too
+        if rejected:
+            retrieval.trace.step("feedback", note="the last answer to this question was marked wrong: memory not read")
         result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
-                        notes=memory_notes(retrieval.trace) + reply_notes, resolved_query=query)
+                        notes=memory_notes(retrieval.trace) + reply_notes, resolved_query=query,
+                        strategy_reason=choice.reason)
         if conversation is not None and resolution is not None:
             result.session = conversation.session.label
             self._log_query(lambda: conversation.record(question, resolution, result))
         if qid is not None:
             self._log_query(lambda: self.index.store.calls.finish_query(qid, text, result.to_json()["trace"]))
         return result
+
+    def _forget(self, qid: int | None) -> None:
+        """Undo the memory writes of a question whose answer failed or came back empty."""
+        if qid is not None:
+            self._log_query(lambda: self.index.store.memory.undo(qid))
 
     @staticmethod
     def _log_query(write: Callable[[], object]):
@@ -230,7 +291,7 @@ class Assistant:
             return None
 
     def _needs_llm(self, strategy: str, answer: bool) -> bool:
-        return answer or strategy not in {"dense", "lexical", "hybrid", "ppr"}
+        return answer or strategy not in {"dense", "lexical", "hybrid", "ppr", "graph"}
 
 
 class _null:

@@ -12,7 +12,7 @@ import sys
 
 from localrag import __version__
 
-COMMAND_MODULES = ["index", "ask", "sessions", "status", "doctor", "bench", "watch", "graph", "memory", "mcp", "tui"]
+COMMAND_MODULES = ["index", "ask", "sessions", "status", "doctor", "bench", "watch", "graph", "memory", "feedback", "mcp", "tui"]
 
 
 class Parser(argparse.ArgumentParser):

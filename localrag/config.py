@@ -73,6 +73,8 @@ class LLMSettings:
     concurrency: int = 4
     # optional per-role models (extraction vs tracking/answers), GGUF paths or server model names
     index_model: str = ""
+    # the answer model's parameter count, for `auto`; 0 = read from the GGUF (a served model: unknown)
+    params: int = 0
 
 
 @dataclass
@@ -97,7 +99,11 @@ class NeuroPathSettings:
     # completion retriever for query + chain + requirement: "dense" (the paper) or "hybrid";
     # hybrid, with the graph list below: +1.2 points recall@5 over dense on the three dev sets
     # (same SmolLM2 tracking replayed, scripts/neuropath_refuse.py, docs/benchmarks.md "NeuroPath")
-    completion: str = "hybrid"
+    # "graph": the no-LLM `graph` fusion of the question is the base list, path documents (path_weight)
+    # and hybrid hits for chain + requirement (chain_weight) are fused into it, so the model can only
+    # add to what the fusion finds (docs/benchmarks.md "NeuroPath from the graph fusion")
+    completion: str = "graph"
+    chain_weight: float = 0.3
     # a third fused list: "ppr" (personalised PageRank from the query's entities and the open
     # ends of the valid paths) or "none" (the paper's two lists)
     graph_completion: str = "ppr"
@@ -121,11 +127,25 @@ class GraphSettings:
     ppr_span_min_sim: float = 0.75  # a query span links to its nearest entity only this close
     ppr_knn_min_sim: float = 0.5  # whole-query neighbours below this are not seeds
     ppr_pool: int = 100  # dense candidates used to break ties and fill the list
+    # `graph` (localrag/retrieve/graph.py): weighted reciprocal-rank fusion of dense, lexical and a
+    # hub-damped PPR list; chosen on the dev sets (docs/benchmarks.md "The `graph` fusion")
+    # chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (python -m localrag.bench.fusion
+    # choose, docs/benchmarks.md "The `graph` fusion"): within a point of the best single retriever's
+    # recall@5 on each, then the best mean recall@5 (0.871), ties to recall@2
+    fusion_dense: float = 1.0
+    fusion_lexical: float = 1.0
+    fusion_ppr: float = 2.0
+    fusion_rrf_k: int = 5
+    fusion_ppr_focus: float = 0.1  # the PPR list counts fully from this seed focus up, in proportion below (0: always)
+    ppr_entity_damping: float = 1.0  # PPR mass of an entity / |passages mentioning it| ** this
+    ppr_passage_damping: float = 0.5  # a passage's PPR score / |entities it mentions| ** this
 
 
 @dataclass
 class MemorySettings:
     enabled: bool = True
+    # False: memory is written but not read (a question whose last answer was marked wrong runs full retrieval)
+    read: bool = True
     alpha: float = 0.1
     lam: float = 0.5
     penalty: str = "intended"  # "intended" | "off"
@@ -152,6 +172,10 @@ class RemindSettings:
     summary_max_tokens: int = 200
     # a question whose recalled route is strong (every edge >= memory.skip_above) skips the walk
     trust_recall: bool = True
+    # final ranking: "graph" (the no-LLM graph fusion, with the walk's passages fused in at
+    # collected_weight) or "collected-first" (the paper: walked passages, then dense backfill)
+    rank: str = "graph"
+    collected_weight: float = 0.3
     zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 
@@ -170,7 +194,12 @@ class ConversationSettings:
 class Settings:
     folder: str = "."
     db: str = ""  # empty = <folder>/.localrag/index.db
-    strategy: str = "auto"  # auto = neuropath once a graph exists, else hybrid
+    # auto = `graph` (no LLM) with a model below auto_min_params (or of unknown size), NeuroPath
+    # starting from `graph` with a larger one once the graph is built (Assistant.resolve)
+    strategy: str = "auto"
+    # SmolLM2-135M and Qwen2.5-Coder-0.5B both lose recall to `graph` when they track paths
+    # (docs/benchmarks.md "auto"); 3B is the first size class not measured to lose
+    auto_min_params: int = 3_000_000_000
     top_k: int = 5
     # hybrid retrieval: reciprocal-rank fusion constant and how many hits each retriever contributes
     # (k 60, the RRF paper's default, misses dense on MuSiQue dev; 5-12 beats both everywhere: docs/benchmarks.md)

@@ -25,6 +25,7 @@ from localrag.bench.metrics import recall_at_k
 from localrag.bench.runner import prepare_index, tracking_summary
 from localrag.records import Trace
 from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
 from localrag.retrieve.neuropath import CompletionInput, NeuroPath
 
@@ -48,6 +49,10 @@ VARIANTS: dict[str, dict] = {
     "rrf8[paths x0.3, hybrid, ppr]": _v("hybrid", "ppr", 0.3, 0.3),
     "rrf30[paths x0.5 (fb x0.3), hybrid, ppr]": _v("hybrid", "ppr", 0.5, 0.3, fuse_k=30),
 }
+# completion starting from the no-LLM `graph` fusion (issue 15): graph list + paths x w + chain hits x c
+for _w in (0.1, 0.3, 0.5):
+    for _c in (0.0, 0.3):
+        VARIANTS[f"graph + paths x{_w} + chain x{_c}"] = _v("graph", "none", _w, _w, chain_weight=_c)
 
 
 def main() -> None:
@@ -57,7 +62,9 @@ def main() -> None:
     ap.add_argument("--ids", help="question ids file (with --from-log)")
     ap.add_argument("--work", help="the bench work dir (default: the result's, else the data set's default)")
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--variants", default="", help="only the variants whose name contains this text")
     args = ap.parse_args()
+    variants = {n: v for n, v in VARIANTS.items() if args.variants in n}
     if args.from_log:
         dataset = load_dataset(args.from_log, args.ids, None)
     else:
@@ -97,10 +104,13 @@ def main() -> None:
         if "retrieved_doc_ids" in rec:
             add("as run", rec["retrieved_doc_ids"], gold)
         add("hybrid(query)", distinct(hybrid_ranked(ctx, q.question, args.k)[0]), gold)
+        add("graph(query), no LLM", distinct(graph_ranked(ctx, q.question, args.k)[0]), gold)
         t = rec.get("tracking") or {}
-        for name, overrides in VARIANTS.items():
-            if not t.get("seeds"):  # no query entity: the strategy's dense fallback, unchanged
-                add(name, distinct(dense_ranked(ctx, q.question, args.k)), gold)
+        for name, overrides in variants.items():
+            if not t.get("seeds"):  # no query entity: the strategy's fallback (the graph fusion with completion "graph")
+                fallback = graph_ranked(ctx, q.question, args.k)[0] if overrides["completion"] == "graph" \
+                    else dense_ranked(ctx, q.question, args.k)
+                add(name, distinct(fallback), gold)
                 continue
             inp = CompletionInput.from_tracking(t)
             ctx.settings.neuropath = dataclasses.replace(base, **({"merge": "fused", "fuse_k": 8} | overrides))

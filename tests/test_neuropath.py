@@ -161,18 +161,6 @@ def test_too_broad_selection_is_narrowed_by_similarity(graph_index):
     assert sorted(sims.values(), reverse=True)[:3] == sorted((sims[i] for i in rnd["selected"]), reverse=True)
 
 
-def test_auto_strategy_waits_for_the_graph(graph_index, tmp_path, settings_for, embedder):
-    assert Assistant(graph_index, llm=object()).resolve_strategy("auto") == "neuropath"
-    d = tmp_path / "fresh"
-    d.mkdir()
-    (d / "a.md").write_text(NOTES["mira.md"])
-    fresh = Index(settings_for(d), embedder)
-    fresh.sync()  # passages queued for extraction, no facts yet
-    assert Assistant(fresh, llm=object()).resolve_strategy("auto") == "hybrid"
-    assert Assistant(fresh, llm=object()).resolve_strategy("lexical") == "lexical"
-    fresh.close()
-
-
 # -- completion: fusion weights, the graph list, offline replay ------------------------------------
 def completion_step(r):
     return next(s for s in r.trace.steps if s["step"] == "completion")
@@ -193,6 +181,7 @@ def test_unusable_reply_lowers_the_path_list_weight(graph_index):
 
 
 def test_graph_list_restarts_at_the_seeds_and_the_path_ends(graph_index):
+    graph_index.settings.neuropath.completion = "hybrid"  # the hybrid completion's third list (graph_completion)
     r = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
     step = completion_step(r)
     ids = graph_index.store.graph.entity_ids(["mira okafor", "vessby"])
@@ -264,3 +253,22 @@ def test_common_nouns_from_ner_are_not_seeds(graph_index):
         ["A Romance Of The Air", "Moscha"]
     assert is_named("heron project", "who leads the heron project?")  # no capitals anywhere: no signal
     assert is_named("1984", "Who wrote the novel published in 1984?")
+
+
+def test_completion_from_the_graph_fusion_keeps_its_top_when_the_model_picks_badly(graph_index):
+    """A wrong path choice can add a passage, not push the fusion's leaders out of the top ranks."""
+    from localrag.retrieve import get_strategy
+
+    def wrong(messages, schema, phase):
+        if phase == "ner":
+            return {"named_entities": ["Mira Okafor"]}
+        return {"current_chain": "", "valid_ids": [0], "expansion_requirements": "", "need_expand_ids": [],
+                "continue": 0}
+
+    assert graph_index.settings.neuropath.completion == "graph"
+    fusion = get_strategy("graph").retrieve(Assistant(graph_index).context(), QUESTION, 5)
+    r = Assistant(graph_index, llm=ScriptedLLM(wrong)).retrieve(QUESTION, "neuropath", 5)
+    top = [sp.passage.path for sp in r.passages[:3]]
+    assert [sp.passage.path for sp in fusion.passages[:2]] == top[:2] or set(top[:3]) >= {
+        sp.passage.path for sp in fusion.passages[:2]}
+    assert completion_step(r)["graph"]["retriever"] == "graph"

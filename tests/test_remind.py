@@ -43,7 +43,7 @@ def kb(tmp_path, settings_for, embedder):
     d.mkdir()
     for name, text in NOTES.items():
         (d / name).write_text(text)
-    idx = Index(settings_for(d), embedder)
+    idx = Index(settings_for(d, **{"remind.rank": "collected-first"}), embedder)  # the paper's ranking: walk tests
     idx.sync()
     for name, triples in TRIPLES.items():
         (p,) = idx.store.docs.passages_of(name)

@@ -56,10 +56,19 @@ class Dataset:
     corpus_sha: str  # sha256 of corpus.jsonl: names the cache folder
     ids_file: str = ""
     missing_ids: list[str] = field(default_factory=list)  # ids asked for but not in questions.jsonl
+    # a real notes folder (localrag.bench.notes_set): copied as it is, gold answers are note paths
+    source_notes: Path | None = None
+    note_ids: dict[str, int] = field(default_factory=dict)  # note path (relative) -> doc id of its corpus entry
 
     @property
     def short_hash(self) -> str:
         return self.corpus_sha[:10]
+
+    def doc_of(self, path: str) -> int | None:
+        """The corpus doc id of a retrieved passage's note path (None for a note outside the corpus)."""
+        if self.source_notes is not None:
+            return self.note_ids.get(path)
+        return doc_id_of(path)
 
 
 def _one_line(text: str) -> str:

@@ -188,6 +188,7 @@ def run_rounds(spec: BenchSpec, plans: Sequence[RoundPlan], *, embedder: Embedde
                on_progress: ProgressSink | None = None) -> BenchResult:
     """The protocol on the data set's index; the result carries per-round summaries and :class:`RoundsInfo`."""
     strategies = check_strategies(spec.strategies)
+    spec.options.doc_of = spec.dataset.doc_of
     set_a, set_b = split_sets(spec.dataset.questions)
     check_plans(plans, set_a, set_b)
     if str(spec.overrides.get("memory.enabled", "true")).strip().lower() in {"false", "0", "no", "off"}:

@@ -33,7 +33,7 @@ from localrag.records import LLMCallRecord, Trace
 from localrag.retrieve import strategy_names
 
 # strategies that read the knowledge graph: the index must extract it first
-GRAPH_STRATEGIES = ("ppr", "neuropath", "remind")
+GRAPH_STRATEGIES = ("ppr", "graph", "neuropath", "remind")
 
 
 @dataclass
@@ -41,6 +41,7 @@ class RunOptions:
     k: int = 5  # the largest recall cut-off reported (recall@2 and @5 always)
     depth: int = 0  # passages asked of the retriever; 0 = 2·k, so merged passages still leave k documents
     answer: bool = False  # generate a short answer with the LLM and score EM/F1
+    doc_of: Callable[[str], int | None] = doc_id_of  # a passage's note path -> its corpus doc id (Dataset.doc_of)
 
     @property
     def retrieval_depth(self) -> int:
@@ -87,7 +88,12 @@ def prepare_index(dataset: Dataset, work_dir: Path, overrides: dict[str, Any], e
     notes_dir = work_dir / "notes"
     settings = load_settings(notes_dir, {**overrides, "db": str(work_dir / "index.db")}, env=env,
                              config_file=config_file)  # a bad setting fails before anything is written
-    written = materialise(dataset.corpus, notes_dir)
+    if dataset.source_notes is not None:
+        from localrag.bench.notes_set import mirror_notes
+
+        written = mirror_notes(dataset.source_notes, notes_dir)
+    else:
+        written = materialise(dataset.corpus, notes_dir)
     index = Index(settings, embedder)
     report = index.sync(progress)
     status = index.status()
@@ -157,7 +163,7 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
     record.ms = round((time.perf_counter() - started) * 1000, 2)
     record.cpu_ms = round((time.process_time() - cpu_started) * 1000, 2)
     record.retrieve_ms, record.answer_ms = round(record.retrieve_ms, 2), round(record.answer_ms, 2)
-    ranked = [doc_id_of(sp.passage.path) for sp in retrieval.passages]
+    ranked = [options.doc_of(sp.passage.path) for sp in retrieval.passages]
     record.passages_retrieved = len(ranked)
     distinct = list(dict.fromkeys(d for d in ranked if d is not None))
     record.retrieved_doc_ids = distinct[:options.retrieval_depth]
@@ -232,6 +238,7 @@ def open_index(spec: BenchSpec, strategies: Sequence[str], embedder: Embedder | 
 def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = None,
               on_record: RecordSink | None = None, on_progress: ProgressSink | None = None) -> BenchResult:
     strategies = check_strategies(spec.strategies)
+    spec.options.doc_of = spec.dataset.doc_of
     index, info, machine = open_index(spec, strategies, embedder, on_progress)
     try:
         assistant = Assistant(index, llm=llm)

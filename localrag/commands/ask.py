@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        "(path:lines). The folder is synced first (cheap when nothing changed).")
     p.add_argument("question")
     p.add_argument("-f", "--folder", default=".", help="notes folder (default: current folder)")
-    p.add_argument("--strategy", help="retriever: auto (default), dense, lexical, hybrid, ppr, neuropath, remind")
+    p.add_argument("--strategy", help="retriever: auto (default: graph, or neuropath with a model of 3B+ parameters), dense, lexical, hybrid, ppr, graph, neuropath, remind")
     p.add_argument("-k", "--top-k", type=int, default=None, help="passages to retrieve")
     p.add_argument("--json", action="store_true", help="print answer, citations, passages, LLM calls, tokens, timings, trace")
     p.add_argument("--trace", action="store_true", help="print how the passages were found")

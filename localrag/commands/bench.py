@@ -58,6 +58,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         epilog=ROUNDS_HELP, formatter_class=_KeepLayoutFormatter,
     )
     p.add_argument("--data", metavar="DIR", help="data set folder with corpus.jsonl and questions.jsonl")
+    p.add_argument("--notes", metavar="DIR", help="a real notes folder instead of --data (mirrored into --work, "
+                   "never indexed in place); needs --questions")
+    p.add_argument("--questions", metavar="FILE", help="with --notes: JSONL of id, question, gold_notes (note paths "
+                   "relative to DIR); recall@k counts notes, e.g. bench_data/dendron-vault/questions.jsonl")
     p.add_argument("--strategy", metavar="S[,S2...]",
                    help="strategies, comma-separated (default: dense,lexical,hybrid; with --rounds: neuropath)")
     p.add_argument("--ids", metavar="FILE", help="question ids to ask, one a line (e.g. DIR/dev_ids.txt)")
@@ -162,18 +166,20 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
-    from localrag.bench.data import BenchDataError, load_dataset
+    from localrag.bench.data import BenchDataError
     from localrag.bench.report import print_result
     from localrag.bench.runner import BenchError, run_bench
 
-    if not args.data:
-        raise UserError("--data DIR is required (or use `localrag bench scale|plot|table`)")
+    if not args.data and not args.notes:
+        raise UserError("--data DIR is required (or --notes DIR --questions FILE; or use `localrag bench scale|plot|table`)")
+    if bool(args.notes) != bool(args.questions) or (args.notes and args.data):
+        raise UserError("--notes DIR needs --questions FILE (and no --data)")
     if args.rounds is not None:
         return run_rounds_command(args)
     if args.keep_ner_cache:
         raise UserError("--keep-ner-cache only applies with --rounds")
     try:
-        dataset = load_dataset(args.data, args.ids, args.limit)
+        dataset = _load(args)
         spec = _spec(args, dataset, "dense,lexical,hybrid")
         n_runs = len([s for s in spec.strategies if s.strip()]) * len(dataset.questions)
         with _progress_sinks(args.quiet, n_runs, lambda r: f"questions ({r.strategy})") as (on_progress, on_record):
@@ -182,6 +188,19 @@ def run_bench_command(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     print_result(result, _wide())
     return _write(result, args.out, "")
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from localrag.bench.data import load_dataset
+    from localrag.bench.notes_set import load_notes_dataset
+
+    from localrag.bench.loogle import is_loogle, load_loogle
+
+    if args.notes:
+        return load_notes_dataset(args.notes, args.questions, args.ids, args.limit)
+    if is_loogle(Path(args.data)):
+        return load_loogle(args.data, args.ids, args.limit)
+    return load_dataset(args.data, args.ids, args.limit)
 
 
 def _spec(args: argparse.Namespace, dataset: Any, default_strategies: str) -> Any:
@@ -218,7 +237,7 @@ def _progress_sinks(quiet: bool, n_runs: int, describe: Callable[[Any], str]) ->
 
 
 def run_rounds_command(args: argparse.Namespace) -> int:
-    from localrag.bench.data import BenchDataError, load_dataset
+    from localrag.bench.data import BenchDataError
     from localrag.bench.rounds import parse_rounds, rounds_for, run_rounds
     from localrag.bench.rounds_report import print_rounds_result
     from localrag.bench.runner import BenchError
@@ -228,7 +247,7 @@ def run_rounds_command(args: argparse.Namespace) -> int:
                         "memory-off control)")
     try:
         plans = parse_rounds(args.rounds)
-        dataset = load_dataset(args.data, args.ids, args.limit)
+        dataset = _load(args)
         spec = _spec(args, dataset, "neuropath")
         n_runs = len([s for s in spec.strategies if s.strip()]) * rounds_for(plans, len(dataset.questions))
         with _progress_sinks(args.quiet, n_runs, lambda r: f"{r.strategy}: round {r.round}") as (on_progress, on_record):

@@ -55,6 +55,11 @@ class LlamaCppLLM:
                 "(compare its size and checksum with the source), or need a newer llama-cpp-python."
             ) from exc
 
+    def model_size(self):
+        from localrag.llm.model_info import gguf_size
+
+        return gguf_size(self.path)
+
     @property
     def n_ctx(self) -> int:
         return self._llm.n_ctx()

@@ -81,7 +81,7 @@ def _load_builtin() -> None:
     _LOADED = True
     from localrag.retrieve import dense, hybrid, lexical  # noqa: F401  (they register themselves)
 
-    for optional in ("localrag.retrieve.ppr", "localrag.retrieve.neuropath", "localrag.retrieve.remind"):
+    for optional in ("localrag.retrieve.ppr", "localrag.retrieve.graph", "localrag.retrieve.neuropath", "localrag.retrieve.remind"):
         try:
             __import__(optional)
         except ModuleNotFoundError as exc:

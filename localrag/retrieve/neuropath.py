@@ -23,6 +23,7 @@ from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema, track
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
 from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked, rrf
 from localrag.retrieve.ppr import entity_graph, ppr_ranked, query_seeds
 from localrag.retrieve.paths import Path, dedupe, first_hop, next_hop, path_docs, prune, render, embed_text
@@ -165,13 +166,17 @@ class NeuroPath:
         seeds = link_seeds(ctx, entities)
         trace.step("seeds", seeds=[{"query": t, "entity": n, "id": e, "sim": round(s, 4)} for t, e, n, s in seeds])
         if not seeds:
+            if ctx.settings.neuropath.completion == "graph":
+                trace.step("fallback", reason="no query entities: the graph fusion, no path tracking")
+                ranked, _ = graph_ranked(ctx, query, k)
+                return Retrieval(query, scored(ctx, ranked, "graph"), trace)
             trace.step("fallback", reason="no query entities: dense retrieval, no path tracking")
             ranked = dense_ranked(ctx, query, k)
             return Retrieval(query, scored(ctx, ranked, "dense"), trace)
         seed_ids = [e for _, e, _, _ in seeds]
         mem = ctx.settings.memory
         qvec = ctx.embedder.encode_one(query)
-        recall = recall_paths(ctx.store, qvec, seed_ids, mem) if mem.enabled else Recall()
+        recall = recall_paths(ctx.store, qvec, seed_ids, mem) if mem.enabled and mem.read else Recall()
         skip = bool(recall.paths) and min(recall.weights[p.text] for p in recall.paths) >= mem.skip_above
         if skip:
             ordered = sorted(recall.paths, key=lambda p: -recall.weights[p.text])
@@ -308,13 +313,28 @@ class NeuroPath:
         docs = ctx.keep_ids(inp.docs)
         text = " ".join(x for x in (query, inp.chain, inp.requirement) if x)
         pool = max(cfg.backfill, k)
+        completion: list[tuple[int, float]] = []
         if cfg.completion == "hybrid":
             completion, _ = hybrid_ranked(ctx, text, pool)
-        else:
+        elif cfg.completion == "dense":
             completion = dense_ranked(ctx, text, pool)
+        elif cfg.merge == "paths-first":  # the paper's order, with the graph fusion as the list after the paths
+            completion, _ = graph_ranked(ctx, query, pool)
         path_weight = cfg.fallback_weight if inp.fallback else cfg.path_weight
         graph_info: dict = {}
-        if cfg.merge == "fused":
+        if cfg.completion == "graph" and cfg.merge != "paths-first":
+            # the no-LLM `graph` fusion of the question is the base list; the model's path documents
+            # and the hits for its chain and requirement are added at lower weights, so what the
+            # model adds can reorder the fusion's list but rarely push its top passages out
+            base, _ = graph_ranked(ctx, query, pool)
+            lists, weights = [base, [(d, 1.0) for d in docs]], [1.0, path_weight]
+            extra = " ".join(x for x in (inp.chain, inp.requirement) if x)
+            if extra and cfg.chain_weight > 0:
+                lists.append(hybrid_ranked(ctx, text, pool)[0])
+                weights.append(cfg.chain_weight)
+            ranked = rrf(lists, k, weights=weights, rrf_k=cfg.fuse_k)
+            graph_info = {"retriever": "graph", "chain_weight": cfg.chain_weight if extra else 0.0}
+        elif cfg.merge == "fused":
             lists, weights = [[(d, 1.0) for d in docs], completion], [path_weight, 1.0]
             if cfg.graph_completion == "ppr":
                 graph_list, graph_info = self._graph_list(ctx, query, qvec, inp, pool)

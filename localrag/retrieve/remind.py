@@ -38,6 +38,8 @@ from localrag.llm.prompts_remind import render_chunks
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, register, scored
 from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.graph import graph_ranked
+from localrag.retrieve.hybrid import rrf
 
 DEVIATIONS = [
     "R10: each candidate's weight w is shown to the model (the released prompt omits it)",
@@ -59,14 +61,14 @@ class Remind:
     def _run(self, ctx: Context, query: str, k: int, trace: Trace) -> Retrieval:
         cfg, mem = ctx.settings.remind, ctx.settings.memory
         qvec = ctx.embedder.encode_one(query)
-        graph = RemindGraph(ctx.store, qvec, mem.alpha, use_memory=mem.enabled)
+        graph = RemindGraph(ctx.store, qvec, mem.alpha, use_memory=mem.enabled and mem.read)
         seeds = self._seeds(ctx, graph, trace)
         if not seeds:
             trace.step("fallback", reason="no entity or passage to start from: dense retrieval")
             return Retrieval(query, scored(ctx, dense_ranked(ctx, query, k), "dense"), trace)
         trace.step("config", **_config(ctx.settings))
         visited = set(seeds)
-        expansion = expand(graph, seeds, mem.lam, visited) if mem.enabled else Expansion()
+        expansion = expand(graph, seeds, mem.lam, visited) if mem.enabled and mem.read else Expansion()
         trace.step("expansion", recalled_edges=expansion.edges, passages=expansion.passages,
                    edges=[{"step": graph.step_line(s.edge), "w": round(s.weight, 4)} for s in expansion.steps],
                    memory="on" if mem.enabled else "off")
@@ -97,7 +99,7 @@ class Remind:
     @staticmethod
     def _trusted(ctx: Context, expansion: Expansion) -> bool:
         mem = ctx.settings.memory
-        return (mem.enabled and ctx.settings.remind.trust_recall and bool(expansion.passages)
+        return (mem.enabled and mem.read and ctx.settings.remind.trust_recall and bool(expansion.passages)
                 and min(s.weight for s in expansion.steps) >= mem.skip_above)
 
     # ------------------------------------------------------------------------------------------
@@ -151,9 +153,16 @@ class Remind:
     def _rank(self, ctx: Context, query: str, st: WalkState, expansion: Expansion, k: int, trace: Trace) -> Retrieval:
         collected = ctx.keep_ids(dict.fromkeys(st.collected))
         n = max(k, len(collected))
-        ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
-        dense = dense_ranked(ctx, query, n + len(collected))
-        ranked += [(pid, s) for pid, s in dense if pid not in set(collected)][: n - len(collected)]
+        if ctx.settings.remind.rank == "graph":
+            # the no-LLM `graph` fusion is the base; what the walk collected is fused in at a lower
+            # weight, so the model's walk adds to the fusion's list instead of replacing its top
+            base, _ = graph_ranked(ctx, query, max(n, ctx.settings.hybrid_pool))
+            walked = [(pid, 1.0) for pid in collected]
+            ranked = rrf([base, walked], k, weights=[1.0, ctx.settings.remind.collected_weight], rrf_k=8)
+        else:
+            ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
+            dense = dense_ranked(ctx, query, n + len(collected))
+            ranked += [(pid, s) for pid, s in dense if pid not in set(collected)][: n - len(collected)]
         passages = scored(ctx, ranked, "dense")
         seeds = {s.id for s in st.seeds if s.kind == PASSAGE}
         recalled = set(expansion.passages)
@@ -165,7 +174,7 @@ class Remind:
                 sp.source = "memory"
             elif pid in collected:
                 sp.source = "path"
-        trace.step("ranking", collected=collected, backfill=len(passages) - len(collected))
+        trace.step("ranking", collected=collected, backfill=len(passages) - len(collected), rank=ctx.settings.remind.rank)
         return Retrieval(query, passages, trace)
 
 

@@ -42,6 +42,16 @@ class CallLog:
     def finish_query(self, query_id: int, answer: str, trace: dict) -> None:
         self.s.execute("UPDATE queries SET answer = ?, trace_json = ? WHERE id = ?", (answer, json.dumps(trace), query_id))
 
+    def query_row(self, query_id: int) -> QueryRow | None:
+        r = self.s.one("SELECT id, text, strategy, answer, trace_json, created FROM queries WHERE id = ?", (query_id,))
+        return QueryRow(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5]) if r else None
+
+    def last_answered(self) -> QueryRow | None:
+        """The latest query that got an answer (feedback's default)."""
+        r = self.s.one("SELECT id, text, strategy, answer, trace_json, created FROM queries "
+                       "WHERE answer IS NOT NULL AND answer <> '' ORDER BY id DESC LIMIT 1")
+        return QueryRow(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5]) if r else None
+
     def recent_queries(self, limit: int = 20) -> list[QueryRow]:
         rows = self.s.query("SELECT id, text, strategy, answer, trace_json, created FROM queries ORDER BY id DESC LIMIT ?", (limit,))
         return [QueryRow(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5]) for r in rows]

@@ -10,9 +10,11 @@ fact source, mention or passage behind it goes, so memories never outlive their 
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -35,6 +37,17 @@ class MemoryStats:
 class EdgeMemory:
     def __init__(self, store: "Store"):
         self.s = store
+        self._attribution = threading.local()
+
+    @contextlib.contextmanager
+    def attributed(self, query_id: int | None) -> Iterator[None]:
+        """Within the block, this thread's writes are recorded against ``query_id`` (with the memory before)."""
+        previous = getattr(self._attribution, "query_id", None)
+        self._attribution.query_id = query_id
+        try:
+            yield
+        finally:
+            self._attribution.query_id = previous
 
     def exists(self, key: EdgeKey) -> bool:
         """Does the graph edge behind this key exist (updates only ever touch real edges)?"""
@@ -64,6 +77,11 @@ class EdgeMemory:
 
     def put(self, key: EdgeKey, vec: np.ndarray) -> None:
         """Write one edge's memory (inside the caller's transaction)."""
+        query_id = getattr(self._attribution, "query_id", None)
+        if query_id is not None:
+            before = self.get([key]).get(key)
+            self.s.execute("INSERT INTO memory_writes(query_id, kind, a, b, before, at) VALUES(?,?,?,?,?,?)",
+                           (query_id, *key, None if before is None else to_blob(before), time.time()))
         norm = float(np.linalg.norm(vec))
         self.s.execute(
             "INSERT INTO edges(kind, a, b, updates, norm, updated) VALUES(?,?,?,1,?,?) "
@@ -79,6 +97,46 @@ class EdgeMemory:
             "INSERT INTO memory_log(query, strategy, enhanced, penalised, penalty, at) VALUES(?,?,?,?,?,?)",
             (query, strategy, enhanced, penalised, penalty, time.time()),
         )
+
+    def written_by(self, query_id: int) -> list[EdgeKey]:
+        """The edges a query's answer wrote, first write first."""
+        rows = self.s.query("SELECT kind, a, b FROM memory_writes WHERE query_id = ? ORDER BY id", (query_id,))
+        return iter_keys((r[0], int(r[1]), int(r[2])) for r in rows)
+
+    def undo(self, query_id: int) -> int:
+        """Put back the memory every edge had before this query wrote it; returns the edges restored."""
+        rows = self.s.query("SELECT kind, a, b, before FROM memory_writes WHERE query_id = ? ORDER BY id DESC",
+                            (query_id,))
+        if not rows:
+            return 0
+        with self.s.transaction():
+            for kind, a, b, before in rows:
+                key = (kind, int(a), int(b))
+                if before is None:
+                    self.s.execute("DELETE FROM edges WHERE kind = ? AND a = ? AND b = ?", key)
+                else:
+                    self._restore(key, from_blob(before))
+            self.s.execute("DELETE FROM memory_writes WHERE query_id = ?", (query_id,))
+        return len({(r[0], r[1], r[2]) for r in rows})
+
+    def _restore(self, key: EdgeKey, vec: np.ndarray) -> None:
+        row = self.s.one("SELECT id FROM edges WHERE kind = ? AND a = ? AND b = ?", key)
+        if row is None:
+            return
+        self.s.execute("UPDATE edges SET norm = ?, updated = ? WHERE id = ?", (float(np.linalg.norm(vec)), time.time(), row[0]))
+        self.s.execute("DELETE FROM edge_memory WHERE rowid = ?", (row[0],))
+        self.s.execute("INSERT INTO edge_memory(rowid, embedding) VALUES(?, ?)", (row[0], to_blob(vec)))
+
+    def set_verdict(self, query_id: int, text: str, verdict: str) -> None:
+        self.s.execute("INSERT INTO query_feedback(query_id, text, verdict, at) VALUES(?,?,?,?) "
+                       "ON CONFLICT(query_id) DO UPDATE SET verdict = excluded.verdict, at = excluded.at",
+                       (query_id, text, verdict, time.time()))
+
+    def verdict_for(self, text: str) -> str | None:
+        """The latest verdict on any answer to exactly this question."""
+        row = self.s.one("SELECT verdict FROM query_feedback WHERE text = ? ORDER BY at DESC, query_id DESC LIMIT 1",
+                         (text,))
+        return row[0] if row else None
 
     def knn(self, query: np.ndarray, k: int) -> list[tuple[EdgeKey, float]]:
         """Edges whose memory points most towards the query (cosine), best first."""

@@ -423,6 +423,34 @@ CREATE TABLE turns(
 """
 
 
+def _memory_feedback(dim: int) -> str:
+    """Which edges each answered query wrote (with the memory before), and the user's verdicts.
+
+    A failed answer's writes are undone from ``before``; an answer marked wrong has the edges
+    it reinforced penalised, and a question whose last verdict is "wrong" is retrieved again
+    without reading memory (``localrag feedback``, the TUI's key).
+    """
+    return f"""
+CREATE TABLE memory_writes(
+  id INTEGER PRIMARY KEY,
+  query_id INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  a INTEGER NOT NULL,
+  b INTEGER NOT NULL,
+  before BLOB,
+  at REAL NOT NULL
+);
+CREATE INDEX memory_writes_query ON memory_writes(query_id);
+CREATE TABLE query_feedback(
+  query_id INTEGER PRIMARY KEY,
+  text TEXT NOT NULL,
+  verdict TEXT NOT NULL CHECK (verdict IN ('right', 'wrong')),
+  at REAL NOT NULL
+);
+CREATE INDEX query_feedback_text ON query_feedback(text);
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -433,5 +461,6 @@ MIGRATIONS: list[Migration] = [
     Migration(7, "vault", _vault),
     Migration(8, "graph_matrix", _graph_matrix),
     Migration(9, "sessions", _sessions),
+    Migration(10, "memory_feedback", _memory_feedback),
 ]
 

@@ -65,6 +65,8 @@ class LocalRagApp(ConversationControl, ModelControl, App[None]):
         Binding("ctrl+t", "next_strategy", "Strategy"),
         Binding("ctrl+n", "new_conversation", "New conversation", show=False),
         Binding("ctrl+o", "open_conversations", "Conversations", show=False),
+        Binding("f8", "feedback('wrong')", "Wrong", show=False),
+        Binding("f9", "feedback('right')", "Right", show=False),
         Binding("escape", "focus_input", "Question", show=False),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
@@ -150,7 +152,8 @@ class LocalRagApp(ConversationControl, ModelControl, App[None]):
 
     def _update_titles(self) -> None:
         folder = self.index.folder.name if self.stable else str(self.index.folder)
-        self.sub_title = f"{folder} · strategy {self.strategy} · model {self.model_name}"
+        ran = getattr(self, "last_ran", "")
+        self.sub_title = f"{folder} · strategy {self.strategy}{ran} · model {self.model_name}"
 
     def _indexing_state(self) -> str:
         if self.indexer.paused:
@@ -246,6 +249,17 @@ class LocalRagApp(ConversationControl, ModelControl, App[None]):
         nxt = names[(names.index(self.strategy) + 1) % len(names)] if self.strategy in names else names[0]
         self.set_strategy(nxt)
 
+    def action_feedback(self, verdict: str) -> None:
+        """F8 / F9: the last answer was wrong (memory unlearns it, its repeat retrieves afresh) / right."""
+        from localrag.memory.feedback import mark
+
+        try:
+            result = mark(self.index, verdict, getattr(self, "last_query_id", None))
+        except Exception as exc:  # feedback never crashes the app (FeedbackError: nothing to mark)
+            self.notify(str(exc), title="feedback", severity="warning", timeout=4)
+            return
+        self.notify(result.note, title=f"marked {verdict}", timeout=4)
+
     # -- asking ------------------------------------------------------------------------
     @on(QuestionInput.Submitted, "#question")
     async def ask_question(self, event: QuestionInput.Submitted) -> None:
@@ -280,8 +294,9 @@ class LocalRagApp(ConversationControl, ModelControl, App[None]):
                     self.post_message(AnswerStage(block_id, "waiting for the first passages to be indexed…"))
                     waited = True
                 time.sleep(0.2)
-            resolved = self.assistant.resolve_strategy(strategy)
-            self.post_message(AnswerStage(block_id, f"retrieving and answering ({resolved})…"))
+            resolved = self.assistant.resolve(strategy)
+            self.post_message(AnswerStage(block_id, f"retrieving and answering ({resolved.strategy}: "
+                                                    f"{resolved.reason})…"))
 
             def on_token(token: str) -> None:
                 if self._stop.is_set():
@@ -333,6 +348,11 @@ class LocalRagApp(ConversationControl, ModelControl, App[None]):
         if block is None:
             return
         await block.finish(msg.answer, self.stable)
+        self.last_query_id = msg.answer.query_id
+        self.last_ran = "" if msg.answer.strategy == self.strategy else f" → {msg.answer.strategy}"
+        self._update_titles()
+        if self.last_ran:  # `auto` chose: say why (an explicitly chosen strategy needs no notice)
+            self.notify(msg.answer.strategy_reason, title=f"ran {msg.answer.strategy}", timeout=4)
         self.query_one(PathTree).show_trace(msg.answer.retrieval.trace)
         self.query_one(CostPanel).show_answer(msg.answer, self.stable)
         chat = self.query_one(ChatLog)

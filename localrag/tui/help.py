@@ -37,6 +37,7 @@ are picked up within a second. Files that cannot be indexed are listed under
 | F5 | index status: files, passages, graph, model, watcher |
 | F6 | skipped files and why |
 | F7 | stop / resume indexing (a resumed sync catches up with every change) |
+| F8 / F9 | the last answer was wrong (memory unlearns it; asking again retrieves afresh) / right |
 | Ctrl+T | next retrieval strategy |
 | Ctrl+N | new conversation (follow-ups are understood within a conversation) |
 | Ctrl+O | earlier conversations: reopen one and continue it |
@@ -44,7 +45,8 @@ are picked up within a second. Files that cannot be indexed are listed under
 | Esc | back to the question input |
 | Ctrl+Q | quit |
 
-**Strategies**: `auto` picks `neuropath` once a graph exists, else `hybrid`; `dense`
+**Strategies**: `auto` picks `graph` (PPR + dense + lexical, no model) unless the model has
+at least 3B parameters and the graph is built, then `neuropath` starting from it; `dense`
 (embeddings), `lexical` (BM25), `hybrid` (both), and the graph strategies when they are
 installed. **Models**: GGUF files in `models/` and the bundled SmolLM2; switching loads
 the new model in the background.

@@ -1,0 +1,174 @@
+"""`graph`: personalised PageRank over the entity graph, dense and lexical retrieval, fused. No LLM.
+
+No single retriever is best everywhere (docs/benchmarks.md "The `graph` fusion"): PPR
+leads on 2Wiki, lexical and hybrid on HotpotQA and on real notes, where plain PPR
+collapses. The three rankings are fused by weighted reciprocal rank
+(``settings.graph.fusion_*``, chosen on the dev sets).
+
+Why PPR collapses on real notes, and the damping that fixes it: a note vault has hub
+notes (a style guide, release notes, an index page) that mention hundreds of entities,
+and hub entities ("note", "vault", "Dendron") that link to everything. The walk's mass
+pools in the hubs, and a passage's score (the mass of the entities it mentions) grows with
+how many entities it mentions. Two read-out dampings undo that without changing the walk:
+each entity's mass is divided by ``|passages mentioning it| ** ppr_entity_damping`` (an
+IDF-like weight: mass on an entity every note mentions says little), and a passage's sum
+by ``|entities it mentions| ** ppr_passage_damping`` (a long list of mentions is not
+evidence). Only passages the walk reached enter the PPR list, so it never repeats the dense
+order it falls back to. And the PPR list's weight follows the walk's *seed focus* (the best
+seed's weight over the passages mentioning it, ``seed_focus``): full weight from
+``fusion_ppr_focus`` up, less below, so a walk that starts only from hub entities (a notes
+question's "dendron", "note", "vault") barely moves the dense and lexical order.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from localrag.records import Retrieval, Trace
+from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.hybrid import rrf
+from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds
+
+Ranking = list[tuple[int, float]]
+
+# the BM25 search runs beside the query embedding and the vector search (see hybrid.py)
+_LEXICAL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localrag-graph-bm25")
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    dense: float
+    lexical: float
+    ppr: float
+    rrf_k: int
+    focus: float = 0.0  # the seed focus at which the PPR list counts fully (0: always fully)
+
+    @classmethod
+    def of(cls, ctx: Context) -> "FusionWeights":
+        cfg = ctx.settings.graph
+        return cls(cfg.fusion_dense, cfg.fusion_lexical, cfg.fusion_ppr, cfg.fusion_rrf_k, cfg.fusion_ppr_focus)
+
+    def ppr_weight(self, focus: float) -> float:
+        """The PPR list's weight for a walk of this seed focus (``seed_focus``)."""
+        return self.ppr if self.focus <= 0 else self.ppr * min(1.0, focus / self.focus)
+
+
+@dataclass
+class Walk:
+    """One PPR run from the query's entities: the entity mass, before any read-out."""
+
+    graph: EntityGraph
+    seeds: list[Seed]
+    mass: np.ndarray | None  # None: no query entity in the graph
+
+
+def walk(ctx: Context, query: str, qvec: np.ndarray, extra_restart: dict[int, float] | None = None) -> Walk:
+    """PPR restarting at the query's entities (weighted by specificity, as `ppr` does) and ``extra_restart``."""
+    eg = entity_graph(ctx.store)
+    if eg.empty:
+        return Walk(eg, [], None)
+    seeds = [s for s in query_seeds(ctx, query, qvec) if s.entity in eg.index]
+    restart = {s.entity: s.weight for s in seeds}
+    for entity, weight in (extra_restart or {}).items():
+        restart[entity] = max(restart.get(entity, 0.0), weight)
+    reset = np.zeros(len(eg.nodes))
+    for entity, weight in restart.items():
+        i = eg.index.get(entity)
+        if i is not None:
+            reset[i] += weight / max(1.0, eg.mention_counts[i])
+    if not reset.any():
+        return Walk(eg, seeds, None)
+    return Walk(eg, seeds, personalised_pagerank(eg, reset, ctx.settings.graph.ppr_damping))
+
+
+def seed_focus(w: Walk) -> float:
+    """How specific the walk's best named seed is: its weight / the passages mentioning it (1 = one passage).
+
+    Only seeds the query names (spans) count: the entities merely nearest to the whole query
+    are often one-passage note titles, specific but not what the question names. A 2Wiki
+    question names an entity two passages mention; a notes question's spans are "dendron",
+    "note", "vault", mentioned by thousands: the walk from them says little.
+    """
+    best = 0.0
+    for s in w.seeds:
+        if s.via != "span":
+            continue
+        i = w.graph.index.get(s.entity)
+        if i is not None:
+            best = max(best, s.weight / max(1.0, float(w.graph.mention_counts[i])))
+    return best
+
+
+def passage_scores(eg: EntityGraph, mass: np.ndarray, entity_damping: float, passage_damping: float) -> np.ndarray:
+    """Each passage's read-out of the walk, hub entities and long mention lists damped (module doc)."""
+    readout = mass / np.power(np.maximum(eg.mention_counts, 1.0), entity_damping) if entity_damping else mass
+    scores = eg.mentions @ readout
+    if passage_damping:
+        per_passage = np.asarray(eg.mentions.sum(axis=1)).ravel()
+        scores = scores / np.power(np.maximum(per_passage, 1.0), passage_damping)
+    return scores
+
+
+def ppr_list(ctx: Context, qvec: np.ndarray, dense: Ranking, eg: EntityGraph, scores: np.ndarray,
+             depth: int) -> Ranking:
+    """The ``depth`` passages the walk reached, by score; equal scores ordered by query similarity."""
+    order = np.argsort(-scores, kind="stable")[: max(depth * 4, 50)]
+    reached = [(eg.passages[i], float(scores[i])) for i in order if scores[i] > 0]
+    similarity = dict(dense)
+    unknown = [pid for pid, _ in reached if pid not in similarity]
+    if unknown:
+        similarity.update(ctx.store.vectors.similarities(qvec, unknown))
+    reached.sort(key=lambda t: (-round(t[1], 12), -similarity.get(t[0], 0.0), t[0]))
+    return reached[:depth]
+
+
+def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights, k: int, focus: float = 1.0) -> Ranking:
+    return rrf([dense, lexical, ppr], k, weights=[weights.dense, weights.lexical, weights.ppr_weight(focus)],
+               rrf_k=weights.rrf_k)
+
+
+def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | None = None
+                 ) -> tuple[Ranking, dict]:
+    """The fused ranking and what went into it (for the trace)."""
+    cfg = ctx.settings.graph
+    pool = max(ctx.settings.hybrid_pool, k)
+    lexical_future = _LEXICAL.submit(ctx.store.lexical.search, query, pool, side=True)
+    qvec = ctx.embedder.encode_one(query)
+    dense = dense_ranked(ctx, query, pool)
+    w = walk(ctx, query, qvec, extra_restart)
+    ppr: Ranking = []
+    focus = seed_focus(w)
+    if w.mass is not None:
+        scores = passage_scores(w.graph, w.mass, cfg.ppr_entity_damping, cfg.ppr_passage_damping)
+        ppr = ppr_list(ctx, qvec, dense, w.graph, scores, pool)
+    lexical = lexical_future.result()
+    weights = FusionWeights.of(ctx)
+    info = {
+        "weights": {"dense": weights.dense, "lexical": weights.lexical, "ppr": round(weights.ppr_weight(focus), 4),
+                    "rrf_k": weights.rrf_k},
+        "seed_focus": round(focus, 4),
+        "damping": {"entity": cfg.ppr_entity_damping, "passage": cfg.ppr_passage_damping},
+        "hits": {"dense": len(dense), "lexical": len(lexical), "ppr": len(ppr)},
+        "seeds": [{"entity": s.entity, "name": s.name, "weight": round(s.weight, 4), "via": s.via} for s in w.seeds],
+    }
+    if w.mass is None:
+        info["note"] = "no query entity in the graph: dense and lexical only"
+    return fuse(dense, lexical, ppr, weights, k, focus), info
+
+
+class GraphFusion:
+    name = "graph"
+
+    def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
+        trace = Trace(self.name)
+        with Timer(trace):
+            ranked, info = graph_ranked(ctx, query, k)
+            trace.step("fusion", **info)
+            return Retrieval(query, scored(ctx, ranked, "graph"), trace)
+
+
+register("graph", GraphFusion)
