@@ -141,7 +141,7 @@ def test_an_index_from_before_the_link_table_is_made_exact_by_its_next_sync(kg_i
                                    "(name LIKE 'links_%' OR name LIKE 'note_%' OR name LIKE 'matrix_%')"):
             store.execute(f"DROP TRIGGER {name}")
         for table in ("passage_links", "note_meta", "note_names", "note_tags", "graph_matrix",
-                      "graph_matrix_dirty", "turns", "sessions"):
+                      "graph_matrix_dirty", "turns", "sessions", "memory_writes", "query_feedback"):
             store.execute(f"DROP TABLE {table}")
         store.execute("DELETE FROM schema_migrations WHERE version >= 6")
     index.close()
