@@ -407,3 +407,23 @@ def test_quitting_stops_the_background_threads(tui_app) -> None:
     run(scenario())
     assert app._stop.is_set() and not app.indexer.watching
     assert not [t for t in threading.enumerate() if t.name.startswith("localrag-watch")]
+
+
+def test_short_answer_shows_steps_evidence_and_its_sentence(tui_app) -> None:
+    """Answers by question shape: the steps and the evidence appear before the span and its sentence."""
+    async def run() -> None:
+        app = tui_app(**{"answer.mode": "shape"})
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_indexed(pilot)
+            block = await ask(pilot, "How high is Mount Skelda?")
+            answer = block.answer
+            assert answer.mode == "short" and answer.span and answer.span_sentence is not None
+            kinds = [e.kind for e in block.steps]
+            assert kinds[0] == "retrieval" and kinds.index("evidence") < kinds.index("answer_started")
+            evidence = str(block.query_one(".evidence").render())
+            assert "Evidence" in evidence and answer.evidence[0].location in evidence
+            outcome = str(block.query_one(".outcome").render())
+            assert answer.span_sentence.location in outcome
+            assert "s " in str(block.query_one(".steps").render())
+
+    asyncio.run(run())

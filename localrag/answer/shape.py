@@ -14,7 +14,8 @@ TYPES = ("who", "when", "where", "how many", "which", "what", CHOICE, YESNO, OPE
 
 _AUX = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would",
         "should", "shall", "may", "might", "must")
-_OPEN_START = re.compile(r"^(how(?! (many|much|old|long|far|tall|big))|why|explain|describe|summari[sz]e|"
+_MEASURE = r"(many|much|old|long|far|tall|big|high|deep|wide|large|heavy|often)"
+_OPEN_START = re.compile(rf"^(how(?! {_MEASURE}\b)|why|explain|describe|summari[sz]e|"
                          r"tell me about|what (is|are) the (difference|reason|process)|compare|list|outline)\b", re.I)
 _WH = re.compile(r"\b(who|whom|whose|when|where|which|what|how many|how much|how old|how long|in what year)\b", re.I)
 _CONNECT = frozenset("of the de van von and & a an la le du di da del der".split())
@@ -97,6 +98,6 @@ def classify(question: str) -> Shape:
                            ("which", r"\bwhich\b"), ("what", r"\bwhat\b")):
         if re.search(pattern, low):
             return Shape("short", qtype)
-    if re.search(r"\bhow (old|long|far|tall|big)\b", low):
+    if re.search(rf"\bhow {_MEASURE}\b", low):
         return Shape("short", "how many")
     return Shape("open", OPEN)

@@ -28,7 +28,7 @@ from localrag.llm.base import LLMError
 from localrag.retrieve import strategy_names
 from localrag.tui.chat import AnswerBlock, ChatLog, QuestionInput
 from localrag.tui.help import HelpScreen
-from localrag.tui.messages import AnswerFailed, AnswerFinished, AnswerStage, AnswerTokens, IndexCycleDone
+from localrag.tui.messages import AnswerFailed, AnswerFinished, AnswerStage, AnswerStep, AnswerTokens, IndexCycleDone
 from localrag.tui.model_control import ModelControl
 from localrag.tui.models import available_models, model_label
 from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
@@ -283,7 +283,8 @@ class LocalRagApp(ModelControl, App[None]):
                 if block.buffer.push(token):
                     self.post_message(AnswerTokens(block_id))
 
-            answer = self.assistant.ask(question, strategy=strategy, on_token=on_token)
+            answer = self.assistant.ask(question, strategy=strategy, on_token=on_token,
+                                        on_event=lambda ev: self.post_message(AnswerStep(block_id, ev)))
         except Closing:
             return
         except EmptyIndexError:
@@ -306,6 +307,11 @@ class LocalRagApp(ModelControl, App[None]):
         block = self._block(msg.block_id)
         if block is not None:
             block.set_stage(msg.text)
+
+    async def on_answer_step(self, msg: AnswerStep) -> None:
+        block = self._block(msg.block_id)
+        if block is not None:
+            block.add_step(msg.event)
 
     async def on_answer_tokens(self, msg: AnswerTokens) -> None:
         block = self._block(msg.block_id)
