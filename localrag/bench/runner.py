@@ -136,6 +136,11 @@ def _calls_summary(calls: Sequence[LLMCallRecord]) -> tuple[int, int, dict[str, 
     return (sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls), by_calls, by_tokens)
 
 
+# the free answer is scored on its first line: 64 tokens hold it, and a rambling small model
+# would otherwise spend minutes per question on text EM never reads
+FREE_MAX_TOKENS = 64
+
+
 def gold_in_evidence(evidence_texts: Sequence[str], answers: Sequence[str]) -> bool | None:
     """A gold answer, SQuAD-normalised, inside one of the shown evidence sentences (None: no gold / yes-no)."""
     golds = [normalize_answer(a) for a in answers if normalize_answer(a) not in ("", "yes", "no")]
@@ -169,7 +174,8 @@ def _free_answer(assistant: Assistant, record: QuestionRecord, result: Answer, q
     started = time.perf_counter()
     free = compose(assistant.llm, assistant.index.embedder, question.question, result.retrieval,
                    assistant.settings.answer, n_passages=assistant.settings.neuropath.answer_passages,
-                   max_tokens=assistant.settings.llm.answer_max_tokens, since=started, emit=lambda e: None,
+                   max_tokens=min(assistant.settings.llm.answer_max_tokens, FREE_MAX_TOKENS), since=started,
+                   emit=lambda e: None,
                    mode="free", short_prompt=True, on_token=lambda t: None)
     record.free_answer = free.text
     record.free_prediction = short_answer(free.text)
