@@ -311,7 +311,7 @@ class LocalRagApp(ModelControl, App[None]):
     async def on_answer_step(self, msg: AnswerStep) -> None:
         block = self._block(msg.block_id)
         if block is not None:
-            block.add_step(msg.event)
+            block.add_step(msg.event, self.stable)
 
     async def on_answer_tokens(self, msg: AnswerTokens) -> None:
         block = self._block(msg.block_id)

@@ -45,13 +45,14 @@ def cost_line(answer: Answer, stable: bool) -> str:
     return " · ".join(parts)
 
 
-def steps_text(steps: list[AskEvent]) -> Text:
+def steps_text(steps: list[AskEvent], with_time: bool = True) -> Text:
     """"0.12 s retrieving (hybrid) › 0.31 s evidence: 3 sentences › …" (the last six steps)."""
     text = Text()
     for i, event in enumerate(steps[-6:]):
         if i:
             text.append("  ›  ", style="dim")
-        text.append(f"{event.elapsed_s:.2f} s ", style="dim")
+        if with_time:
+            text.append(f"{event.elapsed_s:.2f} s ", style="dim")
         text.append(event.label())
     return text
 
@@ -189,13 +190,16 @@ class AnswerBlock(Vertical):
         stage.display = bool(text)
         stage.update(Text(text))
 
-    def add_step(self, event: AskEvent) -> None:
-        """A step of the question as it happens: the last steps with their elapsed time; evidence at once."""
+    def add_step(self, event: AskEvent, stable: bool = False) -> None:
+        """A step of the question as it happens: the last steps with their elapsed time; evidence at once.
+
+        ``stable`` (snapshot tests) leaves the seconds out, as the cost line does.
+        """
         if isinstance(event, FirstToken):
             return
         self.steps.append(event)
         self.set_stage("")
-        line = steps_text(self.steps)
+        line = steps_text(self.steps, with_time=not stable)
         steps = self.query_one(".steps", Label)
         steps.update(line)
         steps.display = True
