@@ -94,7 +94,11 @@ def test_obedient_model_still_cites_only_given_passages(injected, strategy, embe
     if strategy == "neuropath":
         _add_graph(injected, embedder)
     llm = ScriptedLLM(_obedient)
-    answer = Assistant(injected, llm=llm).ask(QUESTION, strategy=strategy)
+    # a short question's answer is a span the grammar admits: the injected reply is not one
+    constrained = Assistant(injected, llm=llm).ask(QUESTION, strategy=strategy)
+    assert "HACKED" not in constrained.text and constrained.abstained
+    assert not any(c.cited for c in constrained.citations)
+    answer = Assistant(injected, llm=llm).ask(QUESTION, strategy=strategy, mode="free")
     given = injected.settings.neuropath.answer_passages
     shown = [sp.passage for sp in answer.retrieval.passages[:given]]
     assert "[9]" not in answer.text and "[0]" not in answer.text and "[12]" not in answer.text
