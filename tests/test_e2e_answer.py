@@ -81,7 +81,8 @@ def test_model_discovery_prefers_config_then_models_dir(tmp_path, monkeypatch, b
 def test_real_model_short_answer_is_a_span_of_the_cited_note(notes_dir, settings_for, embedder, bundled_model):
     from localrag.kg.spans import clean_markup
 
-    settings = settings_for(notes_dir, **{"llm.model": str(bundled_model), "llm.n_threads": 1})
+    settings = settings_for(notes_dir, **{"llm.model": str(bundled_model), "llm.n_threads": 1,
+                                          "answer.abstain_below": 0})
     idx = Index(settings, embedder)
     idx.sync()
     try:
