@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from localrag.answer import EMPTY_ANSWER, Answer, generate_answer
+from localrag.answer import EMPTY_ANSWER, Answer
+from localrag.answer.events import AnswerDone, AskEvent, EventSink, Retrieved, RetrievalStarted, from_trace_step
+from localrag.answer.flow import compose
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
 from localrag.llm.base import LLMError, RecordingLLM
 from localrag.llm.prompts_chat import question_with_resolution
-from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace
+from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
 from localrag.store import Store
 from localrag.store.lock import writer_lock
@@ -219,58 +221,87 @@ class Assistant:
         return retrieval
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, answer: bool = True,
-            short: bool = False, on_token: Callable[[str], None] | None = None,
-            where: PassageFilter | None = None,
+            short: bool = False, on_token: Callable[[str], None] | None = None, mode: str | None = None,
+            on_event: EventSink | None = None, where: PassageFilter | None = None,
             conversation: "Conversation | None" = None) -> Answer:
-        """``conversation``: a follow-up is resolved against its turns before retrieval, the answer
-        prompt sees the earlier turns, and the turn is recorded in the session."""
+        """Retrieve, show evidence, answer by question shape (``mode`` "shape") or freely ("free").
+
+        ``short`` asks free generation for a few words (the old short answer, kept for the bench);
+        ``on_event`` receives each step (entities, seeds, rounds, evidence, first token) as it happens;
+        ``conversation``: a follow-up is resolved against its turns before retrieval, the answer
+        prompt sees the earlier turns, and the turn is recorded in the session.
+        """
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
         choice = self.resolve(strategy)
         name = choice.strategy
         calls: list[LLMCallRecord] = []
+        events: list[AskEvent] = []
         qid = self._log_query(lambda: self.index.store.calls.start_query(question, name))
         self._current.query_id = qid
         rejected = self._log_query(lambda: self.index.store.memory.verdict_for(question)) == "wrong"
         started = time.perf_counter()
         memory = self.index.store.memory
+
+        def emit(event: AskEvent) -> None:
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+
+        def on_step(strategy_name: str, step: str, data: dict) -> None:
+            emit(from_trace_step(strategy_name, step, data, time.perf_counter() - started,
+                                 self.settings.neuropath.max_hop))
+
+        composed = None
         try:
             needs_llm = self._needs_llm(name, answer) or (conversation is not None and conversation.uses_llm)
             scope = self.llm().scoped(calls.append) if needs_llm else _null()
-            with scope, memory.attributed(qid):
+            with scope, memory.attributed(qid), observe_steps(on_step):
+                emit(RetrievalStarted(elapsed_s=0.0, strategy=name))
                 resolution = conversation.resolve(question, self.llm) if conversation is not None else None
                 query = resolution.query if resolution is not None else question
                 retrieval = self.retrieve(query, name, k, where, read_memory=not rejected)
                 retrieve_ms = (time.perf_counter() - started) * 1000
-                text, citations, answer_ms, reply_notes = "", [], 0.0, []
+                emit(Retrieved(elapsed_s=retrieve_ms / 1000, passages=len(retrieval.passages)))
                 if answer:
-                    g = generate_answer(
-                        self.llm(), question_with_resolution(question, query), retrieval,
-                        self.settings.neuropath.answer_passages, max_tokens=self.settings.llm.answer_max_tokens,
-                        short=short, on_token=on_token,
+                    composed = compose(
+                        self.llm, self.index.embedder, question_with_resolution(question, query), retrieval,
+                        self.settings.answer, n_passages=self.settings.neuropath.answer_passages,
+                        max_tokens=self.settings.llm.answer_max_tokens, since=started, emit=emit,
+                        mode=mode or ("free" if short else None), short_prompt=short, on_token=on_token,
                         history=conversation.prompt_history() if conversation is not None else (),
                     )
-                    text, citations, answer_ms, reply_notes = g.text, g.citations, g.ms, g.notes
-                    if retrieval.on_answer is not None and text:
-                        retrieval.on_answer([c.passage.id for c in citations if c.cited])
+                    # an abstention learns nothing: memory is written only for an answer that stands
+                    if retrieval.on_answer is not None and composed.text and not composed.abstained:
+                        retrieval.on_answer([c.passage.id for c in composed.citations if c.cited])
         except BaseException:
             self._forget(qid)  # a failed answer teaches memory nothing
             raise
         finally:
             self._current.query_id = None
-        if answer and text.strip() in ("", EMPTY_ANSWER):
-            self._forget(qid)  # an empty reply is a failed answer too
+        if answer and (composed is None or composed.abstained or composed.text.strip() in ("", EMPTY_ANSWER)):
+            self._forget(qid)  # an empty reply is a failed answer too; an abstention learns nothing either
         if rejected:
             retrieval.trace.step("feedback", note="the last answer to this question was marked wrong: memory not read")
-        result = Answer(question, text, citations, retrieval, name, calls, retrieve_ms, answer_ms, qid,
-                        notes=memory_notes(retrieval.trace) + reply_notes, resolved_query=query,
-                        strategy_reason=choice.reason)
+        total_ms = (time.perf_counter() - started) * 1000
+        emit(AnswerDone(elapsed_s=total_ms / 1000, abstained=bool(composed and composed.abstained)))
+        result = Answer(question, composed.text if composed else "", composed.citations if composed else [],
+                        retrieval, name, calls, retrieve_ms, composed.answer_ms if composed else 0.0, qid,
+                        notes=memory_notes(retrieval.trace) + (composed.notes if composed else []),
+                        resolved_query=query, strategy_reason=choice.reason,
+                        evidence_shown=self.settings.answer.evidence_shown, total_ms=total_ms, events=events)
+        if composed is not None:
+            for key in ("evidence", "shape", "mode", "span", "span_sentence", "abstained", "abstain_reason",
+                        "unsupported", "evidence_ms", "first_token_ms"):
+                setattr(result, key, getattr(composed, key))
+            result.choices = len(composed.choices) if composed.choices else 0
+            result.choice_texts = composed.choices.texts if composed.choices else ()
         if conversation is not None and resolution is not None:
             result.session = conversation.session.label
             self._log_query(lambda: conversation.record(question, resolution, result))
         if qid is not None:
-            self._log_query(lambda: self.index.store.calls.finish_query(qid, text, result.to_json()["trace"]))
+            self._log_query(lambda: self.index.store.calls.finish_query(qid, result.text, result.to_json()["trace"]))
         return result
 
     def _forget(self, qid: int | None) -> None:

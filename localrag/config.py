@@ -191,6 +191,26 @@ class ConversationSettings:
 
 
 @dataclass
+class AnswerSettings:
+    """How answers are made (localrag/answer/): evidence first, then a short or an open answer."""
+
+    # "shape": short questions get a grammar-constrained span, open ones free text; "free": always free text
+    mode: str = "shape"
+    evidence_shown: int = 3  # best evidence sentences shown with path:line
+    prompt_sentences: int = 6  # evidence sentences the short-answer prompt quotes
+    span_sentences: int = 6  # sentences whose entity / date / number spans are candidates
+    ngram_sentences: int = 3  # sentences whose word n-grams are candidates
+    max_ngram: int = 4
+    max_choices: int = 400  # spans offered to the grammar, at most
+    # abstain without asking the model when the best evidence sentence is less similar than this
+    # (cosine, MiniLM); 0 = never. 0.46: the largest threshold that abstains on at most 10 % more
+    # answerable HotpotQA dev questions (5 %), for 15 % of the same questions with gold dropped;
+    # 0 % of 20 held-out questions abstained. A weak signal: docs/benchmarks.md "Answers"
+    abstain_below: float = 0.46
+    offer_abstain: bool = True  # "not in your notes" is one of the grammar's choices
+
+
+@dataclass
 class Settings:
     folder: str = "."
     db: str = ""  # empty = <folder>/.localrag/index.db
@@ -212,6 +232,7 @@ class Settings:
     memory: MemorySettings = field(default_factory=MemorySettings)
     remind: RemindSettings = field(default_factory=RemindSettings)
     conversation: ConversationSettings = field(default_factory=ConversationSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
 
     @property
     def folder_path(self) -> Path:
@@ -224,7 +245,7 @@ class Settings:
         return self.folder_path / ".localrag" / "index.db"
 
 
-_SECTIONS = {"index", "llm", "neuropath", "graph", "memory", "remind", "conversation"}
+_SECTIONS = {"index", "llm", "neuropath", "graph", "memory", "remind", "conversation", "answer"}
 
 
 def _coerce(value: Any, current: Any, name: str) -> Any:
@@ -321,6 +342,8 @@ def load_settings(
         raise ConfigError("remind.zero_jump must be 'reinforce' or 'skip'")
     if settings.conversation.resolver not in {"auto", "rules", "llm", "off"}:
         raise ConfigError("conversation.resolver must be auto, rules, llm or off")
+    if settings.answer.mode not in {"shape", "free"}:
+        raise ConfigError(f"answer.mode must be 'shape' or 'free', got {settings.answer.mode!r}")
     if settings.llm.concurrency < 1:
         raise ConfigError(f"llm.concurrency (--concurrency) must be at least 1, got {settings.llm.concurrency}")
     if settings.llm.retries < 0:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class Trace:
 
     def step(self, name: str, **data: object) -> None:
         self.steps.append({"step": name, **data})
+        listener = getattr(_step_listeners, "fn", None)
+        if listener is not None:
+            listener(self.strategy, name, data)
 
     def tokens_by_phase(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -91,6 +96,21 @@ class Trace:
             "calls": [c.__dict__ | {"total_tokens": c.total_tokens} for c in self.calls],
             "tokens_by_phase": self.tokens_by_phase(),
         }
+
+
+StepListener = Callable[[str, str, dict], None]
+_step_listeners = threading.local()
+
+
+@contextmanager
+def observe_steps(listener: StepListener) -> Iterator[None]:
+    """Within the block, every trace step this thread records is also sent to ``listener`` as it happens."""
+    previous = getattr(_step_listeners, "fn", None)
+    _step_listeners.fn = listener
+    try:
+        yield
+    finally:
+        _step_listeners.fn = previous
 
 
 @dataclass

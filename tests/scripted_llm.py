@@ -14,9 +14,11 @@ class ScriptedLLM:
     def __init__(self, respond: Callable[[list[Message], dict | None, str], object]):
         self.respond = respond
         self.calls: list[tuple[str, list[Message]]] = []
+        self.choices: list[list[str] | None] = []  # the constraint of each call (None = free text)
 
-    def chat(self, messages, *, schema=None, max_tokens=512, phase="answer", on_token=None) -> Reply:
+    def chat(self, messages, *, schema=None, max_tokens=512, phase="answer", on_token=None, choices=None) -> Reply:
         self.calls.append((phase, list(messages)))
+        self.choices.append(list(choices) if choices is not None else None)
         out = self.respond(list(messages), schema, phase)
         text = out if isinstance(out, str) else json.dumps(out)
         if on_token:

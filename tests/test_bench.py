@@ -100,10 +100,15 @@ class ScriptedLLM:
     def __init__(self, script: dict[str, str]):
         self.script = script
 
-    def chat(self, messages, *, schema=None, max_tokens=512, phase="answer", on_token=None):
+    def chat(self, messages, *, schema=None, max_tokens=512, phase="answer", on_token=None, choices=None):
         user = messages[-1]["content"]
         for question, text in self.script.items():
             if f"Question: {question}" in user:
+                if choices is not None:  # constrained: the scripted answer when it is allowed
+                    core = text.removeprefix("Answer: ").split(" [")[0]
+                    text = core if core in choices else "not in your notes"
+                if on_token is not None:
+                    on_token(text)
                 return Reply(text, Usage(prompt_tokens=len(user) // 4, completion_tokens=5), 1.0, self.model_id)
         raise LLMError("the scripted model has no answer for this question")
 
@@ -115,15 +120,25 @@ def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
 
     qs = spec.dataset.questions[:3]
     script = {qs[0].question: f"Answer: {qs[0].answers[0]} [1]", qs[1].question: "Answer: certainly not that [2]"}
-    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path}, env={}))
+    # no evidence threshold: every question reaches the (scripted) model
+    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0},
+                                env={}))
     try:
         records = run_questions(Assistant(index, llm=ScriptedLLM(script)), qs, "hybrid", RunOptions(answer=True),
                                 round_label="round-1")
     finally:
         index.close()
     right, wrong, failed = records
-    assert right.prediction == qs[0].answers[0] and right.em == 1.0 and right.f1 == 1.0
-    assert wrong.em == 0.0 and wrong.f1 == 0.0
+    # the old free generation, side by side on the same retrieval
+    assert right.free_prediction == qs[0].answers[0] and right.free_em == 1.0 and right.free_f1 == 1.0
+    assert wrong.free_em == 0.0 and wrong.free_f1 == 0.0
+    # the answer by question shape: a span the grammar admitted (or "not in your notes"), its baseline, evidence
+    assert right.question_type and right.answer_mode in ("short", "open")
+    if right.answer_mode == "short":
+        assert right.prediction in (qs[0].answers[0], "not in your notes") and right.choices > 0
+        assert right.random_prediction and right.random_em in (0.0, 1.0)
+    assert right.evidence and right.evidence_ms is not None and right.first_token_ms is not None
+    assert right.gold_in_evidence in (True, False, None)
     assert right.llm_calls == 1 and right.calls_by_phase == {"answer": 1} and right.tokens > 5
     assert right.tokens_by_phase["answer"] == right.tokens and right.round == "round-1"
     assert failed.error.startswith("LLMError") and failed.em == 0.0 and failed.recall["5"] == 0.0

@@ -76,3 +76,23 @@ def test_model_discovery_prefers_config_then_models_dir(tmp_path, monkeypatch, b
     big.write_bytes(b"GGUF" + b"\0" * 100)
     assert discover("").path == big and discover("").source == "models/"
     assert discover(str(small)).source == "config"
+
+
+def test_real_model_short_answer_is_a_span_of_the_cited_note(notes_dir, settings_for, embedder, bundled_model):
+    from localrag.kg.spans import clean_markup
+
+    settings = settings_for(notes_dir, **{"llm.model": str(bundled_model), "llm.n_threads": 1,
+                                          "answer.abstain_below": 0})
+    idx = Index(settings, embedder)
+    idx.sync()
+    try:
+        answer = Assistant(idx).ask("Which river runs through Orlinsford?", strategy="hybrid")
+    finally:
+        idx.close()
+    assert answer.mode == "short" and answer.shape.qtype == "where"
+    assert answer.evidence and answer.evidence_ms is not None
+    assert not answer.abstained, answer.notes
+    cited = [c for c in answer.citations if c.cited]
+    assert len(cited) == 1 and answer.span_sentence.passage == cited[0].passage
+    assert answer.span in " ".join(clean_markup(cited[0].passage.text).split()), "a span copied from the cited note"
+    assert answer.span in answer.span_sentence.plain

@@ -248,8 +248,9 @@ def test_ner_good_reply_is_cached(graph_index):
 # -- the answer -----------------------------------------------------------------------------------------
 
 def _ask(index, reply):
+    """The free-text answer's checks (short answers are grammar-constrained: tests/test_answer_flow.py)."""
     llm = FaultyLLM(lambda m, s, p: reply)
-    return Assistant(index, llm=llm).ask(QUESTION, strategy="hybrid"), llm
+    return Assistant(index, llm=llm).ask(QUESTION, strategy="hybrid", mode="free"), llm
 
 
 def test_empty_answer_is_replaced_and_noted(graph_index):
@@ -292,7 +293,7 @@ def test_backend_error_in_answer_is_a_clear_llm_error(graph_index, monkeypatch):
     llm = FaultyLLM(lambda m, s, p: LLMError("server at http://127.0.0.1:9 refused the connection"))
     monkeypatch.setattr("localrag.llm.factory.make_llm", lambda settings, role="main": (llm, "scripted"))
     with pytest.raises(LLMError, match="refused"):
-        Assistant(graph_index).ask(QUESTION, strategy="hybrid")
+        Assistant(graph_index).ask(QUESTION, strategy="hybrid", mode="free")
     rows = graph_index.store.query("SELECT phase, ok, error FROM llm_calls")
     assert rows == [("answer", 0, "server at http://127.0.0.1:9 refused the connection")]
 

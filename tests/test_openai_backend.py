@@ -552,3 +552,22 @@ def test_only_the_served_backend_imports_network_modules():
                 if name in network or name.split(".")[0] in {"requests", "httpx", "aiohttp", "openai"}:
                     offenders.append(f"{path.relative_to(PACKAGE)}: {name}")
     assert offenders and all(o.startswith("llm/served_http.py") for o in offenders), offenders
+
+
+def test_short_answer_constraint_reaches_the_server(served: ServerProcess):
+    """The grammar's served equivalent: a JSON schema whose one field is an enum of the allowed spans."""
+    llm = OpenAICompatLLM(llm_settings(served.url))
+    sent: list[dict] = []
+    real = llm.http.post_json
+
+    def spy(endpoint, body, **kw):
+        sent.append(body)
+        return real(endpoint, body, **kw)
+
+    llm.http.post_json = spy
+    choices = ["zqx plumbus 7", "vorpal teacup", "not in your notes"]  # never what the model would say unprompted
+    reply = RecordingLLM(llm).chat([{"role": "user", "content": "What is the capital of France? One word."}],
+                                   choices=choices, max_tokens=16)
+    assert reply.text in choices
+    schema = sent[-1]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["answer"]["enum"] == choices

@@ -425,3 +425,23 @@ def test_inline_filters_in_the_question_line(tui_app) -> None:
             assert wrong.answer is None
 
     run(scenario())
+
+
+def test_short_answer_shows_steps_evidence_and_its_sentence(tui_app) -> None:
+    """Answers by question shape: the steps and the evidence appear before the span and its sentence."""
+    async def run() -> None:
+        app = tui_app(stable=False, **{"answer.mode": "shape", "answer.abstain_below": 0})
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_indexed(pilot)
+            block = await ask(pilot, "How high is Mount Skelda?")
+            answer = block.answer
+            assert answer.mode == "short" and answer.span and answer.span_sentence is not None
+            kinds = [e.kind for e in block.steps]
+            assert kinds[0] == "retrieval" and kinds.index("evidence") < kinds.index("answer_started")
+            evidence = str(block.query_one(".evidence").render())
+            assert "Evidence" in evidence and answer.evidence[0].location in evidence
+            outcome = str(block.query_one(".outcome").render())
+            assert answer.span_sentence.location in outcome
+            assert "s " in str(block.query_one(".steps").render())
+
+    asyncio.run(run())

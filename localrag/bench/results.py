@@ -52,10 +52,82 @@ class QuestionRecord:
     # neuropath: what tracking left for completion (seeds, path documents, chain, requirement,
     # fallback), so other fusions can be replayed offline (scripts/neuropath_refuse.py)
     tracking: dict[str, Any] = field(default_factory=dict)
+    # --answer (localrag/answer/): the constrained answer above (answer, prediction, em, f1), and beside it
+    question_type: str = ""  # localrag.answer.shape: who / when / where / how many / which / what / choice / yesno / open
+    answer_mode: str = ""  # "short" (grammar-constrained span) | "open" | "free"
+    choices: int = 0  # spans the grammar admitted
+    random_prediction: str = ""  # a uniformly random choice among them (seeded by question id)
+    random_em: float | None = None
+    free_answer: str = ""  # the old free generation (short prompt), on the same retrieval
+    free_prediction: str = ""
+    free_em: float | None = None
+    free_f1: float | None = None
+    abstained: bool = False
+    abstain_reason: str = ""
+    evidence: list[dict[str, Any]] = field(default_factory=list)  # the shown evidence sentences
+    evidence_score: float | None = None  # cosine of the best evidence sentence
+    gold_in_evidence: bool | None = None  # a gold answer (normalised) inside the shown evidence sentences
+    evidence_ms: float | None = None  # since the question was asked
+    first_token_ms: float | None = None
+    free_first_token_ms: float | None = None
+    free_answer_ms: float = 0.0
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class AnswerFigures:
+    """Answer figures of one strategy over one question type ("all" = every question)."""
+
+    question_type: str
+    questions: int
+    em: float | None  # constrained (by question shape)
+    f1: float | None
+    random_em: float | None  # the same constraint, a uniformly random choice
+    free_em: float | None  # the old free generation
+    free_f1: float | None
+    gold_in_evidence: float | None
+    gold_in_evidence_r5: float | None  # among questions whose recall@5 is 1
+    abstained: float  # share of questions answered "not in your notes"
+    evidence_ms_p50: float | None
+    evidence_ms_p95: float | None
+    first_token_ms_p50: float | None
+    first_token_ms_p95: float | None
+    ms_p50: float
+    ms_p95: float
+
+
+def _pcts(values: list[float | None]) -> tuple[float | None, float | None]:
+    kept = [v for v in values if v is not None]
+    return (percentile(kept, 50), percentile(kept, 95)) if kept else (None, None)
+
+
+def answer_figures(rows: list[QuestionRecord], question_type: str) -> AnswerFigures:
+    full = [r for r in rows if r.recall.get("5") == 1.0]
+    ev50, ev95 = _pcts([r.evidence_ms for r in rows])
+    ft50, ft95 = _pcts([r.first_token_ms for r in rows])
+    return AnswerFigures(
+        question_type, len(rows), mean(r.em for r in rows), mean(r.f1 for r in rows),
+        mean(r.random_em for r in rows), mean(r.free_em for r in rows), mean(r.free_f1 for r in rows),
+        mean(None if r.gold_in_evidence is None else float(r.gold_in_evidence) for r in rows),
+        mean(None if r.gold_in_evidence is None else float(r.gold_in_evidence) for r in full),
+        sum(1 for r in rows if r.abstained) / max(len(rows), 1), ev50, ev95, ft50, ft95,
+        percentile([r.ms for r in rows], 50), percentile([r.ms for r in rows], 95),
+    )
+
+
+def answer_breakdown(rows: list[QuestionRecord]) -> list[AnswerFigures]:
+    """"all", then one row per question type (most frequent first); [] when nothing was answered."""
+    answered = [r for r in rows if r.answer_mode]
+    if not answered:
+        return []
+    types: dict[str, list[QuestionRecord]] = {}
+    for r in answered:
+        types.setdefault(r.question_type or "?", []).append(r)
+    ordered = sorted(types.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return [answer_figures(answered, "all")] + [answer_figures(v, k) for k, v in ordered]
 
 
 @dataclass
@@ -78,6 +150,7 @@ class StrategySummary:
     cpu_ms_p50: float = 0.0
     calls_by_phase_per_q: dict[str, float] = field(default_factory=dict)
     memory_per_q: dict[str, float] = field(default_factory=dict)  # memory-step figures per question; {} = none
+    answers: list[AnswerFigures] = field(default_factory=list)  # --answer: "all" and per question type
 
 
 def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
@@ -111,6 +184,7 @@ def summarise(records: Iterable[QuestionRecord]) -> list[StrategySummary]:
             cpu_ms_p50=percentile([r.cpu_ms for r in rows], 50),
             calls_by_phase_per_q={p: sum(r.calls_by_phase.get(p, 0) for r in rows) / n for p in call_phases},
             memory_per_q={m: sum(r.memory.get(m, 0) for r in rows) / n for m in memory_keys},
+            answers=answer_breakdown(rows),
         ))
     return out
 
@@ -229,6 +303,8 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     version: int = RESULT_VERSION
     rounds: RoundsInfo | None = None  # set by a memory-rounds run (`bench --rounds`)
+    drop_gold: bool = False  # the index holds the corpus without the asked questions' gold passages
+    abstain_below: float = 0.0  # answer.abstain_below of the run
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -260,13 +336,19 @@ def load_result(path: Path) -> BenchResult:
         data["index"] = _build(IndexInfo, data["index"])
         data["machine"] = _build(MachineInfo, data["machine"])
         data["reference"] = [_build(ReferenceRow, r) for r in data.get("reference", [])]
-        data["summaries"] = [_build(StrategySummary, s) for s in data["summaries"]]
+        data["summaries"] = [_summary(s) for s in data["summaries"]]
         data["records"] = [_build(QuestionRecord, r) for r in data.get("records", [])]
         if data.get("rounds") is not None:
             data["rounds"] = _rounds_info(data["rounds"])
         return _build(BenchResult, data)
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{path}: result file has an unexpected shape ({exc})") from exc
+
+
+def _summary(data: dict[str, Any]) -> StrategySummary:
+    data = dict(data)
+    data["answers"] = [_build(AnswerFigures, a) for a in data.get("answers") or []]
+    return _build(StrategySummary, data)
 
 
 def _rounds_info(data: dict[str, Any]) -> RoundsInfo:

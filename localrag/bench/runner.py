@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import hashlib
 import inspect
 import os
 import time
@@ -18,10 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from localrag.answer import short_answer
+import random
+
+from localrag.answer import Answer, short_answer
+from localrag.answer.flow import compose
+from localrag.answer.spans import NOT_IN_NOTES
 from localrag.api import Assistant, Index
 from localrag.bench.data import Dataset, Question, default_work_dir, doc_id_of, materialise
-from localrag.bench.metrics import exact_match, f1_score, recall_at_k
+from localrag.bench.metrics import exact_match, f1_score, normalize_answer, recall_at_k
 from localrag.bench.reference import references
 from localrag.bench.results import (
     RECALL_KS, BenchResult, IndexInfo, MachineInfo, QuestionRecord, machine_info, summarise,
@@ -40,7 +45,9 @@ GRAPH_STRATEGIES = ("ppr", "graph", "neuropath", "remind")
 class RunOptions:
     k: int = 5  # the largest recall cut-off reported (recall@2 and @5 always)
     depth: int = 0  # passages asked of the retriever; 0 = 2·k, so merged passages still leave k documents
-    answer: bool = False  # generate a short answer with the LLM and score EM/F1
+    answer: bool = False  # answer with the LLM (by question shape) and score EM/F1
+    free_too: bool = True  # with answer: also the old free generation on the same retrieval, side by side
+    drop_gold: bool = False  # index the corpus without the asked questions' gold passages (abstention)
     doc_of: Callable[[str], int | None] = doc_id_of  # a passage's note path -> its corpus doc id (Dataset.doc_of)
 
     @property
@@ -135,20 +142,70 @@ def _calls_summary(calls: Sequence[LLMCallRecord]) -> tuple[int, int, dict[str, 
     return (sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls), by_calls, by_tokens)
 
 
+# the free answer is scored on its first line: 64 tokens hold it, and a rambling small model
+# would otherwise spend minutes per question on text EM never reads
+FREE_MAX_TOKENS = 64
+
+
+def gold_in_evidence(evidence_texts: Sequence[str], answers: Sequence[str]) -> bool | None:
+    """A gold answer, SQuAD-normalised, inside one of the shown evidence sentences (None: no gold / yes-no)."""
+    golds = [normalize_answer(a) for a in answers if normalize_answer(a) not in ("", "yes", "no")]
+    if not golds:
+        return None
+    shown = [f" {normalize_answer(t)} " for t in evidence_texts]
+    return any(f" {g} " in s for g in golds for s in shown)
+
+
+def _score_answer(record: QuestionRecord, result: Answer, question: Question) -> None:
+    record.answer = result.text
+    record.prediction = NOT_IN_NOTES if result.abstained else (result.span or short_answer(result.text))
+    record.em = exact_match(record.prediction, question.answers)
+    record.f1 = f1_score(record.prediction, question.answers)
+    record.question_type = result.shape.qtype if result.shape else ""
+    record.answer_mode = result.mode
+    record.choices = result.choices
+    record.abstained, record.abstain_reason = result.abstained, result.abstain_reason
+    record.evidence = [e.to_json() for e in result.shown_evidence]
+    record.evidence_score = round(result.evidence[0].score, 4) if result.evidence else None
+    record.gold_in_evidence = gold_in_evidence([e.plain for e in result.shown_evidence], question.answers)
+    record.evidence_ms = None if result.evidence_ms is None else round(result.evidence_ms, 2)
+    record.first_token_ms = None if result.first_token_ms is None else round(result.first_token_ms, 2)
+    if result.choice_texts:
+        record.random_prediction = random.Random(question.id).choice(result.choice_texts)
+        record.random_em = exact_match(record.random_prediction, question.answers)
+
+
+def _free_answer(assistant: Assistant, record: QuestionRecord, result: Answer, question: Question) -> None:
+    """The old free generation (short prompt) on the same retrieval, scored beside the constrained one."""
+    started = time.perf_counter()
+    free = compose(assistant.llm, assistant.index.embedder, question.question, result.retrieval,
+                   assistant.settings.answer, n_passages=assistant.settings.neuropath.answer_passages,
+                   max_tokens=min(assistant.settings.llm.answer_max_tokens, FREE_MAX_TOKENS), since=started,
+                   emit=lambda e: None,
+                   mode="free", short_prompt=True, on_token=lambda t: None)
+    record.free_answer = free.text
+    record.free_prediction = short_answer(free.text)
+    record.free_em = exact_match(record.free_prediction, question.answers)
+    record.free_f1 = f1_score(record.free_prediction, question.answers)
+    record.free_first_token_ms = None if free.first_token_ms is None else round(free.first_token_ms, 2)
+    record.free_answer_ms = round((time.perf_counter() - started) * 1000, 2)
+
+
 def ask_one(assistant: Assistant, question: Question, strategy: str, options: RunOptions, round_label: str = "") -> QuestionRecord:
-    """One question: retrieval (and the short answer with ``options.answer``), scored. Never raises."""
+    """One question: retrieval (and the answers with ``options.answer``), scored. Never raises."""
     record = QuestionRecord(question.id, question.question, strategy, list(question.gold_doc_ids), [], {},
                             round=round_label, gold_answers=list(question.answers) if options.answer else [])
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
         if options.answer:
-            result = assistant.ask(question.question, strategy=strategy, k=options.retrieval_depth, short=True)
+            result = assistant.ask(question.question, strategy=strategy, k=options.retrieval_depth,
+                                   on_token=lambda t: None)  # streamed, so the first token is timed
             retrieval, calls = result.retrieval, result.calls
-            record.answer = result.text
-            record.prediction = short_answer(result.text)
-            record.em = exact_match(record.prediction, question.answers)
-            record.f1 = f1_score(record.prediction, question.answers)
+            _score_answer(record, result, question)
             record.retrieve_ms, record.answer_ms = result.retrieve_ms, result.answer_ms
+            record.ms = round(result.total_ms, 2)
+            if options.free_too:
+                _free_answer(assistant, record, result, question)
         else:
             retrieval = assistant.retrieve(question.question, strategy, options.retrieval_depth)
             calls = retrieval.trace.calls
@@ -160,7 +217,8 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
             record.em = record.f1 = 0.0
         record.ms = (time.perf_counter() - started) * 1000
         return record
-    record.ms = round((time.perf_counter() - started) * 1000, 2)
+    if not record.ms:  # with --answer: the constrained answer's own total, the free one is timed apart
+        record.ms = round((time.perf_counter() - started) * 1000, 2)
     record.cpu_ms = round((time.process_time() - cpu_started) * 1000, 2)
     record.retrieve_ms, record.answer_ms = round(record.retrieve_ms, 2), round(record.answer_ms, 2)
     ranked = [options.doc_of(sp.passage.path) for sp in retrieval.passages]
@@ -224,8 +282,9 @@ def open_index(spec: BenchSpec, strategies: Sequence[str], embedder: Embedder | 
     if spec.options.k < 1:
         raise BenchError("--k must be at least 1")
     machine = machine_info()
-    work_dir = (spec.work_dir or default_work_dir(spec.dataset)).expanduser().resolve()
-    index, info = prepare_index(spec.dataset, work_dir, spec.overrides, embedder, on_progress, spec.env,
+    dataset = without_gold(spec.dataset) if spec.options.drop_gold else spec.dataset
+    work_dir = (spec.work_dir or default_work_dir(dataset)).expanduser().resolve()
+    index, info = prepare_index(dataset, work_dir, spec.overrides, embedder, on_progress, spec.env,
                                 spec.config_file)
     try:
         info.graph = ensure_graph(index, strategies, on_progress)
@@ -233,6 +292,14 @@ def open_index(spec: BenchSpec, strategies: Sequence[str], embedder: Embedder | 
         index.close()
         raise
     return index, info, machine
+
+
+def without_gold(dataset: Dataset) -> Dataset:
+    """The data set with every asked question's gold passages left out of the corpus (its own cache folder)."""
+    gold = {d for q in dataset.questions for d in q.gold_doc_ids}
+    digest = hashlib.sha256(",".join(map(str, sorted(gold))).encode()).hexdigest()[:8]
+    return dataclasses.replace(dataset, corpus=[p for p in dataset.corpus if p.doc_id not in gold],
+                               corpus_sha=f"{dataset.corpus_sha[:10]}-nogold{digest}", name=f"{dataset.name}-nogold")
 
 
 def run_bench(spec: BenchSpec, *, embedder: Embedder | None = None, llm: Any = None,
@@ -269,5 +336,13 @@ def build_result(spec: BenchSpec, strategies: list[str], info: IndexInfo, machin
         k=spec.options.k, depth=spec.options.retrieval_depth, answer=spec.options.answer, command=spec.command,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), index=info, machine=machine,
         model=model, missing_ids=spec.dataset.missing_ids, reference=references(spec.dataset),
-        summaries=summarise(records), records=records, notes=notes,
+        summaries=summarise(records), records=records, notes=notes, drop_gold=spec.options.drop_gold,
+        abstain_below=_abstain_below(spec),
     )
+
+
+def _abstain_below(spec: BenchSpec) -> float:
+    try:
+        return load_settings(None, spec.overrides, env=spec.env or {}, config_file=spec.config_file).answer.abstain_below
+    except Exception:  # only a label on the result
+        return 0.0

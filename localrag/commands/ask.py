@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from rich.markup import escape
+
 from localrag.commands.common import UsageError, UserError, check_strategy, console, err_console, settings_from
 from localrag.commands.sessions import add_session_options, open_conversation
 
@@ -27,6 +29,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="only passages of notes with this tag (tag:project, nested tags included) or under this "
                    "folder (path:work/; -path:archive/ leaves one out); repeatable: tags must all hold, paths are alternatives")
     add_session_options(p)
+    p.add_argument("--free", action="store_true",
+                   help="free-text answer for every question (default: short questions get a span copied from "
+                   "the evidence, constrained by a grammar; open ones free text)")
+    p.add_argument("--quiet", action="store_true", help="no step progress on stderr")
     p.set_defaults(func=run)
 
 
@@ -65,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
             args.question, strategy=args.strategy, k=args.top_k, answer=not args.no_answer, where=where,
             on_token=(lambda t: (sys.stdout.write(t), sys.stdout.flush())) if streaming else None,
             conversation=conversation,
+            mode="free" if getattr(args, "free", False) else None,
+            on_event=None if args.json else ProgressPrinter(show_steps=not getattr(args, "quiet", False)),
         )
     finally:
         index.close()
@@ -73,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if streaming:
         sys.stdout.write("\n")
+        sys.stdout.flush()
+    print_outcome(answer)
     print_sources(answer, retrieved_only=args.no_answer)
     if args.trace:
         from localrag.commands.trace_view import print_trace
@@ -82,24 +92,71 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class ProgressPrinter:
+    """Each step on stderr while it runs (elapsed seconds first); the evidence on stdout, before the answer."""
+
+    def __init__(self, show_steps: bool = True):
+        self.show_steps = show_steps
+
+    def __call__(self, event) -> None:
+        from localrag.answer.events import EvidenceReady, FirstToken
+
+        if self.show_steps and not isinstance(event, FirstToken):
+            err_console.print(f"[dim]{event.elapsed_s:6.2f} s  {escape(event.label())}[/]")
+        if isinstance(event, EvidenceReady):
+            print_evidence(event.quotes)
+            sys.stdout.flush()
+
+
+def print_evidence(quotes) -> None:
+    if not quotes:
+        return
+    console.print("[bold]Evidence[/]")
+    for i, quote in enumerate(quotes, start=1):
+        location, _, text = quote.partition("  ")
+        console.print(f"  {i}. [cyan]{escape(location)}[/]  “{escape(' '.join(text.split()))}”")
+    console.print()
+
+
+def print_outcome(answer) -> None:
+    """What the answer stands on: the short answer's sentence, an abstention's reason, unsupported sentences."""
+    if answer.abstained:
+        console.print(f"[yellow]not in your notes[/] [dim]({escape(answer.abstain_reason)})[/]")
+    elif answer.span_sentence is not None:
+        s = answer.span_sentence
+        console.print(f"[dim]  from[/] “{escape(' '.join(s.text.split()))}” [cyan]{escape(s.location)}[/]")
+    for sentence in answer.unsupported:
+        console.print(f"[yellow]  unsupported (no citation):[/] {escape(sentence)}")
+
+
 def print_sources(answer, retrieved_only: bool = False) -> None:
     console.print()
     if retrieved_only:
         for i, sp in enumerate(answer.retrieval.passages, start=1):
             console.print(f"[bold]{i:>2}.[/] {sp.passage.location}  [dim]{sp.score:.3f} {sp.source}[/]")
         return
-    for c in answer.citations:
-        style = "bold" if c.cited else "dim"
-        mark = " (attributed by word overlap)" if c.inferred else ("" if c.cited else " (context, not cited)")
-        console.print(f"[{style}][{c.number}] {c.location}[/]{mark}  [dim]{c.passage.title}[/]")
+    cited = [c for c in answer.citations if c.cited]
+    given = [c for c in answer.citations if not c.cited]
+    if cited:
+        console.print("[bold]Cited[/]")
+    for c in cited:
+        mark = " (attributed by word overlap)" if c.inferred else ""
+        console.print(f"[bold][{c.number}] {c.location}[/]{mark}  [dim]{escape(c.passage.title)}[/]")
+    if given:
+        console.print("[dim]Closest passages[/]" if answer.abstained else "[dim]Given to the model, not cited[/]")
+    for c in given:
+        console.print(f"[dim][{c.number}] {c.location}  {escape(c.passage.title)}[/]")
 
 
 def print_cost(answer) -> None:
     phases = ", ".join(f"{k} {v:,}" for k, v in answer.tokens_by_phase().items())
-    seconds = (answer.retrieve_ms + answer.answer_ms) / 1000
+    seconds = (answer.total_ms or answer.retrieve_ms + answer.answer_ms) / 1000
     line = f"{answer.strategy} · {len(answer.calls)} LLM calls · {answer.tokens:,} tokens"
     line += f" ({phases})" if phases else ""
     line += f" · {seconds:.1f} s"
+    if answer.evidence_ms is not None:
+        line += f" (evidence {answer.evidence_ms / 1000:.2f} s"
+        line += f", first token {answer.first_token_ms / 1000:.2f} s)" if answer.first_token_ms is not None else ")"
     console.print(f"[dim]{line}[/]")
     for note in answer.notes:
         console.print(f"[dim]{note}[/]")

@@ -66,7 +66,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="strategies, comma-separated (default: dense,lexical,hybrid; with --rounds: neuropath)")
     p.add_argument("--ids", metavar="FILE", help="question ids to ask, one a line (e.g. DIR/dev_ids.txt)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N questions (after --ids)")
-    p.add_argument("--answer", action="store_true", help="also answer with the LLM and score EM/F1")
+    p.add_argument("--answer", action="store_true",
+                   help="also answer with the LLM and score EM/F1: the answer by question shape (grammar-constrained "
+                   "span for short questions) beside the old free generation, the random-choice baseline, gold in "
+                   "the shown evidence, abstention, time to evidence / first token, per question type")
+    p.add_argument("--no-free", action="store_true", help="with --answer: skip the free-generation answer")
+    p.add_argument("--drop-gold", action="store_true",
+                   help="index the corpus without the asked questions' gold passages (own cache folder): the right "
+                   "answer is then 'not in your notes', so abstention can be measured")
     p.add_argument("--k", type=int, default=5, help="largest recall cut-off (recall@2 and @5 are always shown)")
     p.add_argument("--depth", type=int, default=0, help="passages retrieved per question (default 2·k)")
     p.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/<dataset>-<time>.json)")
@@ -121,6 +128,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     t = bench_sub.add_parser("table", help="print result files as one Markdown table (for docs)")
     t.add_argument("results", nargs="+", metavar="RESULT.json")
     t.add_argument("--pivot", action="store_true", help="strategies down, data sets across (recall@2 / @5)")
+    t.add_argument("--answers", action="store_true",
+                   help="the answers table (`bench --answer` results): constrained EM, random-choice EM, free EM, "
+                   "gold in evidence, abstention, time to evidence / first token")
     t.add_argument("--rounds", action="store_true",
                    help="only the memory-rounds table: strategy × round with recall@2/@5, EM, F1, calls/q, tokens/q "
                    "and the change in tokens vs `first` (printed anyway, after the main table, when a file has rounds)")
@@ -178,6 +188,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
         return run_rounds_command(args)
     if args.keep_ner_cache:
         raise UserError("--keep-ner-cache only applies with --rounds")
+    if args.no_free and not args.answer:
+        raise UserError("--no-free only applies with --answer")
     try:
         dataset = _load(args)
         spec = _spec(args, dataset, "dense,lexical,hybrid")
@@ -207,7 +219,9 @@ def _spec(args: argparse.Namespace, dataset: Any, default_strategies: str) -> An
     from localrag.bench.runner import BenchSpec, RunOptions
 
     return BenchSpec(dataset, (args.strategy or default_strategies).split(","),
-                     RunOptions(args.k, args.depth, args.answer), Path(args.work) if args.work else None,
+                     RunOptions(args.k, args.depth, args.answer, free_too=not getattr(args, "no_free", False),
+                                drop_gold=getattr(args, "drop_gold", False)),
+                     Path(args.work) if args.work else None,
                      _overrides(args), _command_line(), config_file=getattr(args, "config", None))
 
 
@@ -390,11 +404,14 @@ def run_plot_command(args: argparse.Namespace) -> int:
 
 
 def run_table_command(args: argparse.Namespace) -> int:
-    from localrag.bench.report import markdown_pivot, markdown_table
+    from localrag.bench.report import markdown_answers, markdown_pivot, markdown_table
 
     from localrag.bench.rounds_report import has_rounds, markdown_rounds
 
     results = _load_all(args.results)
+    if getattr(args, "answers", False):
+        console.print(markdown_answers(results), markup=False, soft_wrap=True)
+        return 0
     with_rounds = [r for r in results if has_rounds(r)]
     if args.rounds and not with_rounds:
         raise UserError("none of these result files has memory rounds (run `localrag bench --rounds ...`)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypedDict
+from typing import Any, Callable, Protocol, Sequence, TypedDict
 
 from localrag.records import LLMCallRecord
 
@@ -53,6 +53,7 @@ class LLM(Protocol):
         max_tokens: int = 512,
         phase: str = "answer",
         on_token: TokenSink | None = None,
+        choices: Sequence[str] | None = None,  # the reply must be exactly one of these (grammar / guided)
     ) -> Reply: ...
 
 
@@ -72,9 +73,11 @@ class RecordingLLM:
         return self.inner.model_id
 
     def chat(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int = 512,
-             phase: str = "answer", on_token: TokenSink | None = None) -> Reply:
+             phase: str = "answer", on_token: TokenSink | None = None, choices: Sequence[str] | None = None) -> Reply:
+        extra = {"choices": list(choices)} if choices is not None else {}  # older backends take no choices
         try:
-            reply = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, phase=phase, on_token=on_token)
+            reply = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, phase=phase, on_token=on_token,
+                                    **extra)
         except LLMError as exc:
             self._emit(LLMCallRecord(phase, self.model_id, 0, 0, 0.0, ok=False, error=str(exc)[:500]))
             raise

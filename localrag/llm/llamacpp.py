@@ -7,10 +7,12 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 from localrag.config import LLMSettings
 from localrag.llm.base import LLMError, Message, Reply, TokenSink, Usage
 from localrag.llm.discovery import check_gguf
+from localrag.llm.grammar import choice_grammar
 
 
 @contextlib.contextmanager
@@ -60,6 +62,16 @@ class LlamaCppLLM:
 
         return gguf_size(self.path)
 
+    def _choice_grammar(self, choices: tuple[str, ...]):
+        """llama.cpp grammar admitting exactly one of ``choices`` (parsing is cached for a repeat)."""
+        from llama_cpp import LlamaGrammar
+
+        if getattr(self, "_grammar_key", None) != choices:
+            with _quiet_stderr():
+                self._grammar = LlamaGrammar.from_string(choice_grammar(choices), verbose=False)
+            self._grammar_key = choices
+        return self._grammar
+
     @property
     def n_ctx(self) -> int:
         return self._llm.n_ctx()
@@ -68,9 +80,11 @@ class LlamaCppLLM:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def chat(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int = 512,
-             phase: str = "answer", on_token: TokenSink | None = None) -> Reply:
+             phase: str = "answer", on_token: TokenSink | None = None, choices: Sequence[str] | None = None) -> Reply:
         kwargs: dict = {"temperature": self.settings.temperature, "max_tokens": max_tokens, "seed": self.settings.seed}
-        if schema is not None:
+        if choices is not None:
+            kwargs["grammar"] = self._choice_grammar(tuple(choices))
+        elif schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         with self._lock:
             before = self._llm.n_tokens

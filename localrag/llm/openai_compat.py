@@ -15,10 +15,11 @@ import json
 import re
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from localrag.config import LLMSettings
 from localrag.llm.base import LLMError, Message, Reply, TokenSink, Usage
+from localrag.llm.grammar import choice_schema
 from localrag.llm.jsoncall import parse_json
 from localrag.llm.prompts_served import with_schema_instruction
 from localrag.llm.served_http import HTTPClient, HTTPStatusError, RetryPolicy, ServerURL
@@ -102,7 +103,9 @@ class OpenAICompatLLM:
 
     # -- chat --------------------------------------------------------------------
     def chat(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int = 512,
-             phase: str = "answer", on_token: TokenSink | None = None) -> Reply:
+             phase: str = "answer", on_token: TokenSink | None = None, choices: Sequence[str] | None = None) -> Reply:
+        if choices is not None:
+            return self._chat_choice(messages, list(choices), max_tokens, on_token)
         model = self.resolve_model()
         started = time.perf_counter()
         if schema is None:
@@ -115,6 +118,20 @@ class OpenAICompatLLM:
                 reply.data = None
         reply.ms = (time.perf_counter() - started) * 1000
         reply.model = reply.model or model
+        return reply
+
+    def _chat_choice(self, messages: list[Message], choices: list[str], max_tokens: int,
+                     on_token: TokenSink | None) -> Reply:
+        """One of ``choices``, asked for as a JSON schema whose one field is an enum (guided decoding).
+
+        Not streamed: the wire text is JSON. A server that ignored the constraint (a prompt-only
+        form) may still reply with something else; the caller checks the reply against the choices.
+        """
+        reply = self.chat(messages, schema=choice_schema(choices), max_tokens=max_tokens + 16)
+        answer = reply.data.get("answer") if isinstance(reply.data, dict) else None
+        reply.text = str(answer) if isinstance(answer, str) else reply.text
+        if on_token is not None and reply.text:
+            on_token(reply.text)
         return reply
 
     def _chat_schema(self, messages: list[Message], model: str, schema: dict, max_tokens: int,

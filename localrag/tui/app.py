@@ -29,7 +29,7 @@ from localrag.retrieve import strategy_names
 from localrag.retrieve.filters import FilterError, parse_where, split_inline_filters
 from localrag.tui.chat import AnswerBlock, ChatLog, QuestionInput
 from localrag.tui.help import HelpScreen
-from localrag.tui.messages import AnswerFailed, AnswerFinished, AnswerStage, AnswerTokens, IndexCycleDone
+from localrag.tui.messages import AnswerFailed, AnswerFinished, AnswerStage, AnswerStep, AnswerTokens, IndexCycleDone
 from localrag.tui.model_control import ModelControl
 from localrag.tui.models import available_models, model_label
 from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
@@ -309,7 +309,8 @@ class LocalRagApp(ConversationControl, ModelControl, App[None]):
                 conversation.on_resolved = lambda r: self.post_message(SearchedFor(block_id, r))
             question, terms = split_inline_filters(question)  # "/tag:project /path:work/ who …"
             answer = self.assistant.ask(question, strategy=strategy, on_token=on_token, where=parse_where(terms),
-                                        conversation=conversation)
+                                        conversation=conversation,
+                                        on_event=lambda ev: self.post_message(AnswerStep(block_id, ev)))
         except Closing:
             return
         except EmptyIndexError:
@@ -334,6 +335,11 @@ class LocalRagApp(ConversationControl, ModelControl, App[None]):
         block = self._block(msg.block_id)
         if block is not None:
             block.set_stage(msg.text)
+
+    async def on_answer_step(self, msg: AnswerStep) -> None:
+        block = self._block(msg.block_id)
+        if block is not None:
+            block.add_step(msg.event, self.stable)
 
     async def on_answer_tokens(self, msg: AnswerTokens) -> None:
         block = self._block(msg.block_id)

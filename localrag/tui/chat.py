@@ -14,6 +14,7 @@ from textual.widgets import Input, Label, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from localrag.answer import Answer, Citation
+from localrag.answer.events import AskEvent, EvidenceReady, FirstToken
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
@@ -42,6 +43,45 @@ def cost_line(answer: Answer, stable: bool) -> str:
     if not stable:
         parts.append(f"retrieve {answer.retrieve_ms / 1000:.2f} s + answer {answer.answer_ms / 1000:.2f} s")
     return " · ".join(parts)
+
+
+def steps_text(steps: list[AskEvent], with_time: bool = True) -> Text:
+    """"0.12 s retrieving (hybrid) › 0.31 s evidence: 3 sentences › …" (the last six steps)."""
+    text = Text()
+    for i, event in enumerate(steps[-6:]):
+        if i:
+            text.append("  ›  ", style="dim")
+        if with_time:
+            text.append(f"{event.elapsed_s:.2f} s ", style="dim")
+        text.append(event.label())
+    return text
+
+
+def evidence_text(quotes: tuple[str, ...]) -> Text:
+    text = Text("Evidence\n", style="bold")
+    for i, quote in enumerate(quotes, start=1):
+        location, _, body = quote.partition("  ")
+        text.append(f"{i}. ", style="bold")
+        text.append(f"“{' '.join(body.split())}” ")
+        text.append(location + ("\n" if i < len(quotes) else ""), style="cyan")
+    return text
+
+
+def outcome_text(answer: Answer) -> Text:
+    """The short answer's sentence, an abstention's reason, open-answer sentences without a citation."""
+    text = Text()
+    if answer.abstained:
+        text.append("not in your notes", style="bold yellow")
+        text.append(f" ({answer.abstain_reason}); the closest passages are below", style="dim")
+    elif answer.span_sentence is not None:
+        s = answer.span_sentence
+        text.append("from ", style="dim")
+        text.append(f"“{' '.join(s.text.split())}” ")
+        text.append(s.location, style="cyan")
+    for sentence in answer.unsupported:
+        text.append(("\n" if text.plain else "") + "unsupported (no citation): ", style="yellow")
+        text.append(sentence)
+    return text
 
 
 class TokenBuffer:
@@ -109,6 +149,9 @@ class AnswerBlock(Vertical):
     AnswerBlock > OptionList { height: auto; max-height: 8; border: none; padding: 0 1; }
     AnswerBlock > .cost { color: $text-muted; padding: 0 1; width: 100%; }
     AnswerBlock > .stage { width: 100%; }
+    AnswerBlock > .steps { color: $text-muted; padding: 0 1; width: 100%; }
+    AnswerBlock > .evidence { padding: 0 1; width: 100%; border-left: tall $accent; margin: 0 0 0 1; }
+    AnswerBlock > .outcome { padding: 0 1; width: 100%; }
     """
 
     def __init__(self, block_id: int, question: str, **kw: Any) -> None:
@@ -119,11 +162,21 @@ class AnswerBlock(Vertical):
         self.answer: Answer | None = None
         self._stream: Any = None
         self._streamed = ""
+        self.steps: list[AskEvent] = []
 
     def compose(self) -> ComposeResult:
         yield Label(Text(f"› {self.question}"), classes="question")
         yield Label("retrieving…", classes="stage")
+        steps = Label("", classes="steps")
+        steps.display = False
+        yield steps
+        evidence = Static("", classes="evidence")
+        evidence.display = False
+        yield evidence
         yield Markdown("", open_links=False)
+        outcome = Static("", classes="outcome")
+        outcome.display = False
+        yield outcome
         options = OptionList(classes="citations")
         options.display = False
         yield options
@@ -136,6 +189,24 @@ class AnswerBlock(Vertical):
         stage.set_class(error, "error")
         stage.display = bool(text)
         stage.update(Text(text))
+
+    def add_step(self, event: AskEvent, stable: bool = False) -> None:
+        """A step of the question as it happens: the last steps with their elapsed time; evidence at once.
+
+        ``stable`` (snapshot tests) leaves the seconds out, as the cost line does.
+        """
+        if isinstance(event, FirstToken):
+            return
+        self.steps.append(event)
+        self.set_stage("")
+        line = steps_text(self.steps, with_time=not stable)
+        steps = self.query_one(".steps", Label)
+        steps.update(line)
+        steps.display = True
+        if isinstance(event, EvidenceReady):
+            evidence = self.query_one(".evidence", Static)
+            evidence.update(evidence_text(event.quotes))
+            evidence.display = bool(event.quotes)
 
     async def stream_tokens(self) -> None:
         text = self.buffer.drain()
@@ -152,8 +223,13 @@ class AnswerBlock(Vertical):
             await self._stream.stop()
             self._stream = None
         text = answer.text or "_(the model gave an empty answer)_"
+        if answer.span and not answer.abstained:
+            text = f"**{answer.span}**" + text[len(answer.span):]
         await self.query_one(Markdown).update(link_citations(text, len(answer.citations)))
         self.set_stage("")
+        outcome = self.query_one(".outcome", Static)
+        outcome.update(outcome_text(answer))
+        outcome.display = bool(outcome_text(answer).plain)
         options = self.query_one(OptionList)
         options.clear_options()
         options.add_options([Option(citation_label(c), id=f"cite-{c.number}") for c in answer.citations])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from localrag.answer import Answer
+from localrag.answer.events import AskEvent
 from localrag.api import IndexStatus
 from localrag.ingest.watcher import IndexCycle
 
@@ -33,6 +34,15 @@ class AnswerStage(Message):
         super().__init__()
         self.block_id = block_id
         self.text = text
+
+
+class AnswerStep(Message):
+    """One typed step of the question (entities, seeds, tracking round, evidence, first token), as it happens."""
+
+    def __init__(self, block_id: int, event: AskEvent) -> None:
+        super().__init__()
+        self.block_id = block_id
+        self.event = event
 
 
 class AnswerFinished(Message):

@@ -1,10 +1,16 @@
-"""Grounded answers: the LLM answers from the top passages and cites them as [1], [2] …"""
+"""Grounded answers: evidence sentences first, then the LLM's answer citing passages as [1], [2] …
+
+``flow.compose`` makes an answer (evidence, question shape, a grammar-constrained short
+span or free text, abstention); this module holds the Answer record and the checks every
+model reply goes through (citations, repeats, prompt markup).
+"""
 
 from __future__ import annotations
 
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from typing import Sequence
 
@@ -12,6 +18,13 @@ from localrag.llm.base import LLM, Message, TokenSink
 from localrag.llm.prompts import PromptPassage, answer_messages
 from localrag.llm.prompts_chat import with_history
 from localrag.records import LLMCallRecord, Passage, Retrieval
+
+if TYPE_CHECKING:
+    from localrag.answer.events import AskEvent
+    from localrag.answer.evidence import EvidenceSentence
+    from localrag.answer.shape import Shape
+
+ABSTAIN_TEXT = "Not in your notes: nothing retrieved answers this. The closest passages are listed below."
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 _AFTER_ANSWER = re.compile(r"answer\s*:\s*(.*)", re.I | re.S)
@@ -44,6 +57,25 @@ class Answer:
     resolved_query: str = ""  # what retrieval searched for when a conversation resolved a follow-up
     session: str = ""  # the conversation this turn belongs to ("" for a single question)
     strategy_reason: str = ""  # why this strategy ran (Assistant.resolve: `auto`'s rule, or asked for)
+    evidence: list["EvidenceSentence"] = field(default_factory=list)  # best first
+    evidence_shown: int = 3
+    shape: "Shape | None" = None
+    mode: str = ""  # "short" (constrained span) | "open" | "free" | "" (no answer asked)
+    span: str = ""  # the short answer as the grammar admitted it
+    span_sentence: "EvidenceSentence | None" = None  # the evidence sentence it came from
+    abstained: bool = False
+    abstain_reason: str = ""
+    choices: int = 0  # how many spans the grammar admitted
+    choice_texts: tuple[str, ...] = ()  # the spans themselves (the bench draws its random baseline from them)
+    unsupported: list[str] = field(default_factory=list)  # open-answer sentences without a valid citation
+    evidence_ms: float | None = None  # since the question was asked
+    first_token_ms: float | None = None
+    total_ms: float = 0.0
+    events: list["AskEvent"] = field(default_factory=list)
+
+    @property
+    def shown_evidence(self) -> list["EvidenceSentence"]:
+        return self.evidence[:self.evidence_shown]
 
     @property
     def tokens(self) -> int:
@@ -62,11 +94,17 @@ class Answer:
             "strategy": self.strategy,
             "strategy_reason": self.strategy_reason,
             "query_id": self.query_id,
-            "citations": [
-                {"n": c.number, "cited": c.cited, "inferred": c.inferred, "path": c.passage.path, "start_line": c.passage.start_line,
-                 "end_line": c.passage.end_line, "location": c.location}
-                for c in self.citations
-            ],
+            "short_answer": self.span,
+            "mode": self.mode,
+            "question_type": self.shape.qtype if self.shape else "",
+            "abstained": self.abstained,
+            "abstain_reason": self.abstain_reason,
+            "answer_sentence": self.span_sentence.to_json() if self.span_sentence else None,
+            "evidence": [e.to_json() for e in self.shown_evidence],
+            "unsupported_sentences": self.unsupported,
+            # cited: the answer refers to them; given: shown to the model as context only
+            "citations": [_citation_json(c) for c in self.citations if c.cited],
+            "given": [_citation_json(c) for c in self.citations if not c.cited],
             "passages": [
                 {"rank": i + 1, "id": sp.passage.id, "path": sp.passage.path, "location": sp.passage.location,
                  "score": round(sp.score, 6), "source": sp.source, "text": sp.passage.text}
@@ -74,12 +112,24 @@ class Answer:
             ],
             "llm_calls": [c.__dict__ | {"total_tokens": c.total_tokens} for c in self.calls],
             "tokens": {"total": self.tokens, "by_phase": self.tokens_by_phase()},
-            "timings_ms": {"retrieve": round(self.retrieve_ms, 1), "answer": round(self.answer_ms, 1)},
+            "timings_ms": {"retrieve": round(self.retrieve_ms, 1), "answer": round(self.answer_ms, 1),
+                           "to_evidence": _ms(self.evidence_ms), "to_first_token": _ms(self.first_token_ms),
+                           "total": round(self.total_ms, 1)},
+            "events": [e.to_json() for e in self.events],
             "trace": self.retrieval.trace.to_json(),
             "notes": self.notes,
             "resolved_query": self.resolved_query or self.question,
             "session": self.session,
         }
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def _citation_json(c: Citation) -> dict:
+    return {"n": c.number, "cited": c.cited, "inferred": c.inferred, "path": c.passage.path,
+            "start_line": c.passage.start_line, "end_line": c.passage.end_line, "location": c.location}
 
 
 def prompt_passages(retrieval: Retrieval, n: int) -> list[PromptPassage]:
@@ -169,10 +219,24 @@ def collapse_repetition(text: str) -> str:
     return "".join(kept).strip()
 
 
+# prompt markup a small model may echo: <passage n="6" source="a.md:1-3">, </passage>, "< passage", source="..."
+_MARKUP = re.compile(r"<\s*/?\s*passage\b[^>\n]*>?|\b(?:n|source|title)=\"[^\"\n]*\"", re.I)
+
+
+def strip_markup(text: str) -> str:
+    """The reply without any of the prompt's passage markup (and the blank space it leaves)."""
+    cleaned = _MARKUP.sub(" ", text)
+    return "\n".join(" ".join(line.split()) for line in cleaned.splitlines()).strip() if cleaned != text else text
+
+
 def checked_reply(text: str, finish_reason: str, max_tokens: int, limit: int) -> tuple[str, list[str]]:
     """The answer as shown, with notes on what was wrong with the model's reply (never an exception)."""
     notes: list[str] = []
     text = text.strip()
+    unmarked = strip_markup(text)
+    if unmarked != text:
+        notes.append("answer: prompt markup the model copied was removed")
+        text = unmarked
     collapsed = collapse_repetition(text)
     if collapsed != text:
         notes.append("answer: the model repeated itself; repeats removed")

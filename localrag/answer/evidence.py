@@ -1,0 +1,201 @@
+"""Evidence: the sentences of the top passages that best match the question, as exact quotes.
+
+Passages are split Markdown-aware (markdown-it-py): a heading, a list item, a table row
+and a code block are each one unit; a paragraph is split into sentences. The units are
+ranked by cosine similarity to the question (and, for graph strategies, to the reasoning
+chain the strategy found) with the embedder already loaded: no LLM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from localrag.embed import Embedder
+from localrag.kg.spans import clean_markup, sentences
+from localrag.records import Passage, Retrieval
+
+DEFAULT_SHOWN = 3
+MAX_UNIT_CHARS = 600  # a very long unit (a code block, a giant table row) is cut for display and embedding
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One sentence-like unit of a passage: its raw Markdown text and its offset in lines."""
+
+    text: str
+    line_offset: int  # lines after the passage's first line
+    kind: str  # "sentence" | "heading" | "item" | "row" | "code"
+    context: str = ""  # what a unit means only with: a table row's header cells
+
+
+@dataclass(frozen=True)
+class EvidenceSentence:
+    text: str  # the quote as written in the note (Markdown kept)
+    plain: str  # markup removed: what was embedded, what spans are taken from
+    passage: Passage
+    rank: int  # 1-based rank of its passage in the retrieval
+    line: int  # the line of the note it starts on
+    kind: str
+    score: float  # cosine similarity to the question (and path facts)
+
+    @property
+    def location(self) -> str:
+        return f"{self.passage.path}:{self.line}"
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "path": self.passage.path, "line": self.line, "location": self.location,
+                "passage_rank": self.rank, "kind": self.kind, "score": round(self.score, 4)}
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
+def _paragraph_units(content: str, first_line: int) -> list[Unit]:
+    flat = content.replace("\n", " ")  # same length: offsets stay valid for the line count
+    out = []
+    for start, end in sentences(flat):
+        text = flat[start:end].strip()
+        if text:
+            out.append(Unit(text, first_line + content.count("\n", 0, start), "sentence"))
+    return out
+
+
+def split_units(text: str) -> list[Unit]:
+    """Sentence-like units of Markdown ``text``, in reading order, each with its line offset."""
+    tokens = _parser().parse(text)
+    units: list[Unit] = []
+    lines = text.split("\n")
+    in_item = 0
+    header: list[str] = []
+    in_head = False
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        line = tok.map[0] if tok.map else 0
+        if tok.type == "list_item_open":
+            in_item += 1
+            if in_item == 1 and tok.map:
+                body = " ".join(_item_text(tokens, i))
+                if body.strip():
+                    units.append(Unit(_source(lines, tok.map), line, "item"))
+        elif tok.type == "list_item_close":
+            in_item -= 1
+        elif in_item:
+            pass  # the item is already one unit, nested paragraphs and lists included
+        elif tok.type == "heading_open":
+            units.append(Unit(tokens[i + 1].content.strip(), line, "heading"))
+        elif tok.type == "paragraph_open":
+            units.extend(_paragraph_units(tokens[i + 1].content, line))
+        elif tok.type in ("thead_open", "thead_close"):
+            in_head = tok.type == "thead_open"
+        elif tok.type == "tr_open":
+            cells = []
+            j = i + 1
+            while tokens[j].type != "tr_close":
+                if tokens[j].type == "inline":
+                    cells.append(tokens[j].content.strip())
+                j += 1
+            if in_head:
+                header = cells  # the header row names the columns of the rows below; alone it says nothing
+            elif any(cells):
+                context = " ".join(f"{h}:" for h in header) if header else ""
+                units.append(Unit("| " + " | ".join(cells) + " |", line, "row", context))
+        elif tok.type in ("fence", "code_block"):
+            if tok.content.strip():
+                units.append(Unit(tok.content.strip("\n"), line + (tok.type == "fence"), "code"))
+        elif tok.type == "html_block" and tok.content.strip():
+            units.extend(_paragraph_units(tok.content.strip(), line))
+        i += 1
+    return [u for u in units if u.text.strip()]
+
+
+def _item_text(tokens: list, start: int) -> list[str]:
+    depth, out = 0, []
+    for tok in tokens[start:]:
+        if tok.type == "list_item_open":
+            depth += 1
+        elif tok.type == "list_item_close":
+            depth -= 1
+            if depth == 0:
+                break
+        elif tok.type == "inline":
+            out.append(tok.content)
+    return out
+
+
+def _source(lines: list[str], span: list[int]) -> str:
+    return "\n".join(lines[span[0]:span[1]]).strip()
+
+
+def _with_header(unit: Unit) -> str:
+    """A table row read with its header: "ingredient: cardamom amount: 2 tsp"."""
+    if unit.kind != "row" or not unit.context:
+        return unit.text
+    names = unit.context.split()
+    cells = [c.strip() for c in unit.text.strip("| ").split(" | ")]
+    if len(names) != len(cells):
+        return unit.text
+    return " ".join(f"{n} {c}" for n, c in zip(names, cells))
+
+
+def _plain(text: str) -> str:
+    return " ".join(clean_markup(text).replace("|", " ").split())[:MAX_UNIT_CHARS]
+
+
+def path_facts(retrieval: Retrieval) -> str:
+    """The reasoning chain and kept path facts a graph strategy recorded ("" for the others)."""
+    parts: list[str] = []
+    for step in retrieval.trace.steps:
+        if step.get("step") == "round":
+            selected = set(step.get("selected") or [])
+            parts += [c.get("text", "") for c in step.get("candidates", []) if c.get("id") in selected]
+        elif step.get("step") == "completion" and step.get("chain"):
+            parts.append(str(step["chain"]))
+        elif step.get("step") == "paths":
+            parts += [str(p) for p in step.get("paths", [])]
+    return " ".join(p for p in parts if p)[:1500]
+
+
+def _units(passage: Passage) -> list[Unit]:
+    """A passage's units; a heading only when it is all the passage says (a title restates the question)."""
+    units = split_units(passage.text)
+    said = [u for u in units if u.kind != "heading"]
+    return said or units
+
+
+def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage], *, facts: str = "",
+                  facts_weight: float = 0.3, with_title: bool = False) -> list[EvidenceSentence]:
+    """Every unit of ``passages``, best first (ties: earlier passage, earlier line).
+
+    ``with_title`` embeds a unit after its note's title ("Finland: The markka was replaced by the
+    euro"); off by default: on 50 MuSiQue dev questions it did not put more gold answers in the
+    top 3 (scripts/evidence_variants.py, docs/benchmarks.md "Answers").
+    """
+    found: list[tuple[Unit, Passage, int, str]] = []
+    seen: set[str] = set()
+    for rank, p in enumerate(passages, start=1):
+        for unit in _units(p):
+            plain = _plain(_with_header(unit))
+            if len(plain) >= 3 and plain not in seen:
+                seen.add(plain)
+                found.append((unit, p, rank, plain))
+    if not found:
+        return []
+    texts = [f"{p.title}: {plain}" if with_title and p.title and p.title not in plain else plain
+             for _, p, _, plain in found]
+    vectors = embedder.encode(texts)
+    scores = vectors @ embedder.encode_one(question)
+    if facts.strip():
+        scores = (1 - facts_weight) * scores + facts_weight * (vectors @ embedder.encode_one(facts))
+    out = [EvidenceSentence(u.text[:MAX_UNIT_CHARS], plain, p, rank, p.start_line + u.line_offset, u.kind, float(s))
+           for (u, p, rank, plain), s in zip(found, np.asarray(scores, dtype=np.float64))]
+    out.sort(key=lambda e: (-e.score, e.rank, e.line))
+    return out

@@ -1,0 +1,165 @@
+"""From retrieved passages to what the user sees: evidence first, then an answer by question shape.
+
+1. evidence: the best sentences of the top passages (no LLM), sent as an event at once;
+2. weak evidence (below ``answer.abstain_below``): "not in your notes", no model call;
+3. short questions: the model picks one of the candidate spans (grammar / guided decoding);
+4. open questions (or ``answer.mode = "free"``): free text with citations, unsupported
+   sentences listed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from localrag.answer import (
+    ABSTAIN_TEXT, Citation, build_citations, checked_reply, prompt_passages,
+)
+from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence
+from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
+from localrag.answer.shape import Shape, classify
+from localrag.answer.spans import NOT_IN_NOTES, Choices, build_choices, sentence_for
+from localrag.config import AnswerSettings
+from localrag.embed import Embedder
+from localrag.llm.base import LLM, Message, TokenSink
+from localrag.llm.prompts import answer_messages, short_span_messages
+from localrag.llm.prompts_chat import with_history
+from localrag.records import Retrieval
+
+SHORT_MAX_TOKENS = 48
+_CITE = re.compile(r"\[(\d{1,3})\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[])")
+
+
+@dataclass
+class Composed:
+    text: str
+    citations: list[Citation]
+    evidence: list[EvidenceSentence]
+    shape: Shape
+    mode: str  # "short" | "open" | "free"
+    notes: list[str] = field(default_factory=list)
+    span: str = ""  # the short answer as the grammar admitted it
+    span_sentence: EvidenceSentence | None = None
+    abstained: bool = False
+    abstain_reason: str = ""
+    choices: Choices | None = None
+    unsupported: list[str] = field(default_factory=list)
+    evidence_ms: float = 0.0  # since the question was asked
+    first_token_ms: float | None = None
+    answer_ms: float = 0.0  # the answer step alone (model call included)
+
+
+class _FirstToken:
+    """Wraps the token sink: notes when the first token arrives and tells the event sink once."""
+
+    def __init__(self, sink: TokenSink | None, emit: Callable[[AskEvent], None], since: float):
+        self.sink, self.emit, self.since = sink, emit, since
+        self.ms: float | None = None
+
+    def __call__(self, token: str) -> None:
+        if self.ms is None and token:
+            self.ms = (time.perf_counter() - self.since) * 1000
+            self.emit(FirstToken(elapsed_s=self.ms / 1000))
+        if self.sink is not None:
+            self.sink(token)
+
+
+def unsupported_sentences(text: str, limit: int) -> list[str]:
+    """Sentences of an open answer that carry no valid [n] citation."""
+    out = []
+    for sentence in _SENTENCE.split(text.strip()):
+        valid = [int(n) for n in _CITE.findall(sentence) if 1 <= int(n) <= limit]
+        if sentence.strip() and not valid:
+            out.append(sentence.strip())
+    return out
+
+
+def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, retrieval: Retrieval,
+            settings: AnswerSettings, *, n_passages: int, max_tokens: int, since: float,
+            emit: Callable[[AskEvent], None], mode: str | None = None, short_prompt: bool = False,
+            on_token: TokenSink | None = None, history: Sequence[Message] = ()) -> Composed:
+    """The answer for ``question`` (``since``: perf_counter when it was asked, for elapsed times;
+    ``history``: earlier turns of a conversation, placed before the passages of an open answer)."""
+    passages = [sp.passage for sp in retrieval.passages[:n_passages]]
+    evidence = rank_evidence(embedder, question, passages, facts=path_facts(retrieval))
+    evidence_ms = (time.perf_counter() - since) * 1000
+    weak = settings.abstain_below > 0 and (not evidence or evidence[0].score < settings.abstain_below)
+    emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=weak,
+                       quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))
+    shape = classify(question)
+    mode = mode or settings.mode
+    kind = "free" if mode == "free" else ("short" if shape.short else "open")
+    started = time.perf_counter()
+    out = Composed("", [], evidence, shape, kind, evidence_ms=evidence_ms)
+    if weak and mode != "free":
+        _abstain(out, passages, f"the best evidence sentence scores {evidence[0].score:.2f} < "
+                 f"answer.abstain_below {settings.abstain_below:g}" if evidence else "no evidence sentences")
+    else:
+        first = _FirstToken(on_token, emit, since)
+        llm = llm_factory()
+        if kind == "short":
+            _short(out, llm, question, settings, passages, first, emit, since)
+        else:
+            emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape=kind, choices=0))
+            given = prompt_passages(retrieval, n_passages)
+            reply = llm.chat(with_history(answer_messages(question, given, short=short_prompt), history), max_tokens=max_tokens,
+                             phase="answer", on_token=first)
+            out.text, out.notes = checked_reply(reply.text, reply.finish_reason, max_tokens, len(given))
+            out.citations = build_citations(out.text if out.text.strip() else "", passages)
+            if kind == "open":
+                out.unsupported = unsupported_sentences(out.text, len(given))
+        out.first_token_ms = first.ms
+    out.answer_ms = (time.perf_counter() - started) * 1000
+    return out
+
+
+def _abstain(out: Composed, passages: list, reason: str) -> None:
+    out.abstained, out.abstain_reason = True, reason
+    out.text = ABSTAIN_TEXT
+    out.span = NOT_IN_NOTES if out.mode == "short" else ""
+    out.citations = [Citation(i, p, cited=False) for i, p in enumerate(passages, start=1)]
+
+
+def _short(out: Composed, llm: LLM, question: str, settings: AnswerSettings, passages: list,
+           first: _FirstToken, emit: Callable[[AskEvent], None], since: float) -> None:
+    evidence = out.evidence
+    choices = build_choices(question, out.shape, evidence, span_sentences=settings.span_sentences,
+                            ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
+                            max_choices=settings.max_choices, offer_abstain=settings.offer_abstain)
+    out.choices = choices
+    emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="short", choices=len(choices)))
+    quotes = [e.plain for e in evidence[:settings.prompt_sentences]]
+    reply = llm.chat(short_span_messages(question, quotes), choices=list(choices.texts),
+                     max_tokens=SHORT_MAX_TOKENS, phase="answer", on_token=first)
+    pick = _match_choice(reply.text, choices)
+    if pick is None:
+        out.notes.append(f"answer: the model's reply {reply.text.strip()[:60]!r} is none of the {len(choices)} "
+                         "allowed spans (the server may ignore the constraint); shown as not in your notes")
+        pick = NOT_IN_NOTES
+    if pick == NOT_IN_NOTES:
+        _abstain(out, passages, "the model chose 'not in your notes'")
+        return
+    out.span = pick
+    sentence = sentence_for(pick, choices, evidence)
+    out.span_sentence = sentence
+    number = next((i for i, p in enumerate(passages, start=1) if sentence is not None and p.id == sentence.passage.id),
+                  None)
+    out.text = f"{pick} [{number}]" if number else pick
+    first_ids = [number] if number else []
+    out.citations = [Citation(n, passages[n - 1], n in first_ids)
+                     for n in first_ids + [i for i in range(1, len(passages) + 1) if i not in first_ids]]
+
+
+def _match_choice(text: str, choices: Choices) -> str | None:
+    """The choice a reply is: exact, else the same words ignoring case and outer punctuation."""
+    reply = " ".join(text.split()).strip()
+    if reply in choices:
+        return reply
+    if reply.startswith("{") and '"answer"' in reply:  # a server that sent the JSON wrapper as text
+        m = re.search(r'"answer"\s*:\s*"((?:[^"\\]|\\.)*)"', reply)
+        reply = m.group(1) if m else reply
+    key = reply.lower().strip(" .,;:!?\"'")
+    return next((c for c in choices.texts if c.lower() == key), None)

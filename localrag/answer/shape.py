@@ -1,0 +1,103 @@
+"""Question shape, by rules: short answers (a name, a date, a number, one of two options, yes/no)
+versus open ones (how / why / explain / summarise). Measured per type in the bench (`--answer`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+OPEN = "open"
+YESNO = "yesno"
+CHOICE = "choice"
+# short question types: the first word decides, "which/what" stay generic
+TYPES = ("who", "when", "where", "how many", "which", "what", CHOICE, YESNO, OPEN)
+
+_AUX = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would",
+        "should", "shall", "may", "might", "must")
+_MEASURE = r"(many|much|old|long|far|tall|big|high|deep|wide|large|heavy|often)"
+_OPEN_START = re.compile(rf"^(how(?! {_MEASURE}\b)|why|explain|describe|summari[sz]e|"
+                         r"tell me about|what (is|are) the (difference|reason|process)|compare|list|outline)\b", re.I)
+_WH = re.compile(r"\b(who|whom|whose|when|where|which|what|how many|how much|how old|how long|in what year)\b", re.I)
+_CONNECT = frozenset("of the de van von and & a an la le du di da del der".split())
+
+
+@dataclass(frozen=True)
+class Shape:
+    kind: str  # "short" | "open"
+    qtype: str  # one of TYPES
+    options: tuple[str, ...] = ()  # the alternatives a choice question names
+
+    @property
+    def short(self) -> bool:
+        return self.kind == "short"
+
+
+def _capitalised_run(words: list[str], from_end: bool) -> str:
+    """The name at the start (or end) of ``words``: capitalised words and the connectors inside them."""
+    seq = list(reversed(words)) if from_end else list(words)
+    kept: list[str] = []
+    for w in seq:
+        if w.lower() in _AUX or _WH.fullmatch(w):
+            break
+        if w[:1].isupper() or w[:1].isdigit() or (kept and w.lower() in _CONNECT):
+            kept.append(w)
+        else:
+            break
+    while kept and kept[-1].lower() in _CONNECT:
+        kept.pop()
+    return " ".join(reversed(kept) if from_end else kept)
+
+
+def _options(question: str) -> tuple[str, ...]:
+    """The alternatives of "..., X or Y?" (or "X, Y, or Z"; or "Did X or Y ...?"); () if none."""
+    body = question.strip().rstrip("?. ").strip()
+    low = body.lower()
+    at = low.rfind(" or ")
+    if at < 0:
+        return ()
+    head, tail = body[:at], body[at + 4:]
+    cut = max(head.rfind(","), head.rfind(":"))
+    if cut >= 0:
+        lead = head[:cut]
+        items = [head[cut + 1:]]
+        # "X, Y, or Z": earlier list items sit between commas after the wh-clause
+        while True:
+            prev = max(lead.rfind(","), lead.rfind(":"))
+            piece = lead[prev + 1:]
+            if prev < 0 or _WH.search(piece) or len(piece.split()) > 8:
+                break
+            items.insert(0, piece)
+            lead = lead[:prev]
+        if not items[-1].strip() and len(items) > 1:
+            items.pop()
+        options = [*items, tail]
+    else:
+        left = _capitalised_run(head.split(), from_end=True)
+        right = _capitalised_run(tail.split(), from_end=False)
+        options = [left, right]
+    options = [o.strip(" \"'“”,") for o in options]
+    if len(options) < 2 or any(not o or len(o.split()) > 12 for o in options):
+        return ()
+    return tuple(dict.fromkeys(options))
+
+
+def classify(question: str) -> Shape:
+    q = " ".join(question.strip().split())
+    low = q.lower()
+    first = low.split(" ", 1)[0] if low else ""
+    options = _options(q)
+    if first in _AUX:
+        return Shape("short", CHOICE, options) if options else Shape("short", YESNO)
+    if _OPEN_START.match(low):
+        return Shape("open", OPEN)
+    if options and _WH.search(low):
+        return Shape("short", CHOICE, options)
+    for qtype, pattern in (("how many", r"\bhow (many|much)\b"), ("who", r"\b(who|whom|whose)\b"),
+                           ("when", r"\b(when|what year|which year|what date|in what year)\b"),
+                           ("where", r"\b(where|which (city|country|town|river|lake|place|state))\b"),
+                           ("which", r"\bwhich\b"), ("what", r"\bwhat\b")):
+        if re.search(pattern, low):
+            return Shape("short", qtype)
+    if re.search(rf"\bhow {_MEASURE}\b", low):
+        return Shape("short", "how many")
+    return Shape("open", OPEN)

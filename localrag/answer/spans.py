@@ -1,0 +1,122 @@
+"""The choices a short answer is constrained to, and the grammar that admits exactly them.
+
+Choices: the entity / date / number spans the project already finds (localrag.kg.spans) in
+the best evidence sentences, word n-grams of the very best ones, the options a question
+names ("X or Y"), yes / no, and "not in your notes". The grammar that admits exactly them
+is localrag.llm.grammar's.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from localrag.answer.evidence import EvidenceSentence
+from localrag.answer.shape import CHOICE, YESNO, Shape
+from localrag.kg.spans import find_spans
+from localrag.llm.grammar import choice_grammar, choice_schema  # noqa: F401 (the constraint, re-exported)
+
+NOT_IN_NOTES = "not in your notes"
+YES, NO = "yes", "no"
+
+_WORD = re.compile(r"[\w][\w'’.,\-/]*[\w]|[\w]")
+_STOP = frozenset(
+    "a an the of in on at to for from by with and or but is are was were be been being as that this these those "
+    "it its he she they his her their him them who whom whose which what when where why how there here not no "
+    "also has have had do does did so than then into onto over under about after before during while".split()
+)
+
+
+@dataclass(frozen=True)
+class Choices:
+    texts: tuple[str, ...]  # what the grammar admits, in offer order
+    source: dict[str, EvidenceSentence] = field(default_factory=dict, compare=False)  # span -> its sentence
+
+    def __contains__(self, text: str) -> bool:
+        return text in self.texts
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def random_pick(self, rng: random.Random) -> str:
+        """A uniformly random choice: the baseline a model's constrained answer must beat."""
+        return rng.choice(self.texts)
+
+
+def _norm_words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _clean(span: str) -> str:
+    return span.strip(" \t\n.,;:!?\"'“”()[]*_`|")
+
+
+def ngrams(text: str, max_n: int) -> list[str]:
+    """Word n-grams (1..max_n) that neither start nor end with a function word, as written."""
+    words = [m.group(0) for m in _WORD.finditer(text)]
+    words = [w.rstrip(".,") or w for w in words]
+    out: list[str] = []
+    for n in range(1, max_n + 1):
+        for i in range(len(words) - n + 1):
+            gram = words[i:i + n]
+            if gram[0].lower() in _STOP or gram[-1].lower() in _STOP:
+                continue
+            out.append(" ".join(gram))
+    return out
+
+
+def _in_question(span: str, question_words: set[str]) -> bool:
+    words = _norm_words(span)
+    return bool(words) and all(w in question_words for w in words)
+
+
+def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSentence], *, span_sentences: int = 6,
+                  ngram_sentences: int = 3, max_ngram: int = 4, max_choices: int = 400,
+                  offer_abstain: bool = True) -> Choices:
+    """Everything a short answer to ``question`` may be; spans keep the sentence they came from."""
+    texts: list[str] = []
+    source: dict[str, EvidenceSentence] = {}
+
+    def add(text: str, sentence: EvidenceSentence | None = None) -> None:
+        text = " ".join(_clean(text).split())
+        if not text or text in source or text in texts or len(text) > 120 or len(texts) >= max_choices:
+            return
+        texts.append(text)
+        if sentence is not None:
+            source[text] = sentence
+
+    if shape.qtype == YESNO:
+        add(YES)
+        add(NO)
+    elif shape.qtype == CHOICE and shape.options:
+        for option in shape.options:
+            add(option, _first_mentioning(option, evidence))
+    else:
+        question_words = set(_norm_words(question))
+        for sentence in evidence[:span_sentences]:
+            for span in find_spans(sentence.plain):
+                if not _in_question(span.text, question_words):
+                    add(span.text, sentence)
+        for sentence in evidence[:ngram_sentences]:
+            for gram in ngrams(sentence.plain, max_ngram):
+                if not _in_question(gram, question_words):
+                    add(gram, sentence)
+    if offer_abstain or not texts:
+        add(NOT_IN_NOTES)
+    return Choices(tuple(texts), source)
+
+
+def _first_mentioning(text: str, evidence: Sequence[EvidenceSentence]) -> EvidenceSentence | None:
+    low = text.lower()
+    return next((e for e in evidence if low in e.plain.lower()), None)
+
+
+def sentence_for(answer: str, choices: Choices, evidence: Sequence[EvidenceSentence]) -> EvidenceSentence | None:
+    """The evidence sentence an answer came from: its own source, else the best one that mentions it."""
+    if answer in choices.source:
+        return choices.source[answer]
+    if answer in (YES, NO):
+        return evidence[0] if evidence else None
+    return _first_mentioning(answer, evidence)

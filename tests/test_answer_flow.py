@@ -1,0 +1,110 @@
+"""The answer step's control flow over a real index (real SQLite, real embedder) with a scripted
+model: the constraint is sent, a reply outside it is never shown as an answer, abstention writes
+no memory, and the steps arrive as typed events in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scripted_llm import ScriptedLLM
+
+from localrag.answer.events import AnswerDone, AnswerStarted, EvidenceReady, FirstToken, RetrievalStarted, Retrieved
+from localrag.answer.spans import NOT_IN_NOTES
+from localrag.api import Assistant, Index
+
+NOTES = {
+    "loaf.md": "# Rye and Plum Loaf\n\nThe Harebell Oven bakes the loaf.\n\n- The spice in this loaf is cardamom.\n"
+               "- It is baked on Saturdays.\n",
+    "oven.md": "# The Harebell Oven\n\nThe Harebell Oven is a bakery on Millrace Lane, owned by Rosalind Achterberg.\n",
+}
+QUESTION = "Which spice goes into the loaf of the bakery owned by Rosalind Achterberg?"
+
+
+@pytest.fixture
+def index(tmp_path: Path, settings_for, embedder):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    # no evidence threshold unless a test sets one: every question reaches the scripted model
+    idx = Index(settings_for(folder, db=str(tmp_path / "index.db"), **{"answer.abstain_below": 0}), embedder)
+    idx.sync()
+    yield idx
+    idx.close()
+
+
+def _spy_memory(assistant: Assistant, monkeypatch) -> list[list[int]]:
+    written: list[list[int]] = []
+    real = Assistant.retrieve
+
+    def retrieve(self, *a, **kw):
+        r = real(self, *a, **kw)
+        r.on_answer = written.append  # what a memory strategy does with the cited passages
+        return r
+
+    monkeypatch.setattr(Assistant, "retrieve", retrieve)
+    return written
+
+
+def test_short_question_is_constrained_and_answered_with_its_sentence(index, monkeypatch):
+    llm = ScriptedLLM(lambda m, s, p: "cardamom")
+    assistant = Assistant(index, llm=llm)
+    written = _spy_memory(assistant, monkeypatch)
+    events = []
+    answer = assistant.ask(QUESTION, strategy="hybrid", on_event=events.append, on_token=lambda t: None)
+    (choices,) = llm.choices
+    assert "cardamom" in choices and NOT_IN_NOTES in choices and "Harebell Oven" in " ".join(choices)
+    assert answer.mode == "short" and answer.span == "cardamom" and not answer.abstained
+    assert "cardamom" in answer.span_sentence.plain and answer.span_sentence.location.startswith("loaf.md:")
+    cited = [c for c in answer.citations if c.cited]
+    assert [c.passage.path for c in cited] == ["loaf.md"] and answer.text == f"cardamom [{cited[0].number}]"
+    assert written == [[cited[0].passage.id]], "an answer that stands is learned from"
+    kinds = [type(e) for e in events]
+    assert kinds[0] is RetrievalStarted and kinds[-1] is AnswerDone
+    order = [kinds.index(k) for k in (Retrieved, EvidenceReady, AnswerStarted, FirstToken, AnswerDone)]
+    assert order == sorted(order), "evidence comes before the answer starts"
+    assert all(a.elapsed_s <= b.elapsed_s for a, b in zip(events, events[1:]))
+    assert answer.evidence_ms is not None and answer.first_token_ms >= answer.evidence_ms
+    data = answer.to_json()
+    assert data["short_answer"] == "cardamom" and data["answer_sentence"]["path"] == "loaf.md"
+    assert data["evidence"] and data["events"][0]["event"] == "retrieval"
+
+
+def test_model_choosing_not_in_your_notes_abstains_and_writes_no_memory(index, monkeypatch):
+    assistant = Assistant(index, llm=ScriptedLLM(lambda m, s, p: NOT_IN_NOTES))
+    written = _spy_memory(assistant, monkeypatch)
+    answer = assistant.ask(QUESTION, strategy="hybrid")
+    assert answer.abstained and "not in your notes" in answer.abstain_reason
+    assert answer.text.startswith("Not in your notes")
+    assert answer.citations and not any(c.cited for c in answer.citations), "closest passages, none cited"
+    assert written == [], "an abstention writes no memory"
+
+
+def test_reply_outside_the_constraint_is_never_shown_as_an_answer(index):
+    answer = Assistant(index, llm=ScriptedLLM(lambda m, s, p: "cinnamon, obviously")).ask(QUESTION, strategy="hybrid")
+    assert answer.abstained and answer.span == NOT_IN_NOTES
+    assert any("none of the" in n for n in answer.notes)
+
+
+def test_weak_evidence_abstains_without_asking_the_model(index, settings_for, monkeypatch):
+    index.settings.answer.abstain_below = 0.99
+    llm = ScriptedLLM(lambda m, s, p: "cardamom")
+    assistant = Assistant(index, llm=llm)
+    written = _spy_memory(assistant, monkeypatch)
+    answer = assistant.ask("What colour is the lighthouse on Pell Island?", strategy="hybrid")
+    assert answer.abstained and "abstain_below" in answer.abstain_reason
+    assert llm.calls == [] and written == []
+
+
+def test_open_question_is_free_text_with_unsupported_sentences_listed(index):
+    llm = ScriptedLLM(lambda m, s, p: "The loaf uses cardamom [1]. Bakers love it.")
+    answer = Assistant(index, llm=llm).ask("Why is the loaf baked on Saturdays?", strategy="hybrid")
+    assert llm.choices == [None] and answer.mode == "open"
+    assert answer.unsupported == ["Bakers love it."]
+
+
+def test_free_mode_keeps_the_old_generation(index):
+    llm = ScriptedLLM(lambda m, s, p: "Cardamom [1].")
+    answer = Assistant(index, llm=llm).ask(QUESTION, strategy="hybrid", mode="free")
+    assert llm.choices == [None] and answer.mode == "free" and answer.text == "Cardamom [1]."

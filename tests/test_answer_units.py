@@ -1,0 +1,162 @@
+"""Answers a small model cannot get wrong, the parts without a model: Markdown-aware evidence units,
+the question-shape rules, the candidate spans and the grammar that admits exactly them, and what
+an answer shows (prompt markup stripped, repeats collapsed, cited vs given passages)."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given, settings, strategies as st
+from rich.console import Console
+
+from localrag.answer import Answer, Citation, checked_reply, strip_markup
+from localrag.answer.evidence import EvidenceSentence, rank_evidence, split_units
+from localrag.answer.shape import classify
+from localrag.answer.spans import NOT_IN_NOTES, build_choices, ngrams
+from localrag.llm.grammar import choice_grammar, choice_schema, grammar_language
+from localrag.records import Passage, Retrieval, Trace
+
+NOTE = """# Rye and Plum Loaf
+
+The loaf is baked on Saturdays. It uses cardamom, not cinnamon. St. Maurice bakes it too.
+
+- Flour: 500 g of dark rye, sifted
+  twice for a lighter crumb.
+- Plums: 6, stoned.
+
+| ingredient | amount |
+|------------|--------|
+| cardamom   | 2 tsp  |
+
+```sh
+bake --at 220. --for 40.
+```
+"""
+
+
+def _passage(text: str, pid: int = 1, path: str = "loaf.md", title: str = "Rye and Plum Loaf", start: int = 1) -> Passage:
+    return Passage(pid, pid, path, title, 0, title, text, "sha", start, start + text.count("\n"))
+
+
+def test_markdown_units_keep_list_items_table_rows_code_and_headings_whole():
+    units = split_units(NOTE)
+    kinds = [(u.kind, u.text) for u in units]
+    assert kinds[0] == ("heading", "Rye and Plum Loaf")
+    sentences = [t for k, t in kinds if k == "sentence"]
+    assert sentences == ["The loaf is baked on Saturdays.", "It uses cardamom, not cinnamon.",
+                         "St. Maurice bakes it too."], "an abbreviation does not end a sentence"
+    items = [t for k, t in kinds if k == "item"]
+    assert items[0] == "- Flour: 500 g of dark rye, sifted\n  twice for a lighter crumb.", "an item is one unit"
+    assert [t for k, t in kinds if k == "row"] == ["| cardamom | 2 tsp |"], "the header row is context, not a unit"
+    assert [t for k, t in kinds if k == "code"] == ["bake --at 220. --for 40."], "code is never split at dots"
+    lines = NOTE.split("\n")
+    for u in units:
+        first_words = u.text.split("\n")[0].strip("|#- ").split()[0]
+        assert first_words in lines[u.line_offset], (u, lines[u.line_offset])
+
+
+def test_evidence_ranks_the_answering_sentence_first_with_its_line(embedder):
+    p1 = _passage(NOTE, 1, start=10)
+    p2 = _passage("Orlinsford lies on the river Velkra.\n\nIts market is on Thursdays.", 2, "orlinsford.md", "Orlinsford")
+    ranked = rank_evidence(embedder, "Which spice goes into the rye and plum loaf?", [p2, p1])
+    top = next(e for e in ranked[:3] if "cardamom" in e.plain)  # the three shown hold the answer
+    assert top.location == "loaf.md:12" and top.rank == 2
+    assert ranked[0].passage.path == "loaf.md" and ranked[0].score >= ranked[-1].score
+    assert all(e.kind != "heading" for e in ranked), "a title restates the question; it is not evidence"
+
+
+def test_question_shapes():
+    cases = {
+        "Who founded the company that funds Cobblebell?": ("short", "who", ()),
+        "When was the guild founded?": ("short", "when", ()),
+        "Where is the build server kept?": ("short", "where", ()),
+        "How many members does the guild have?": ("short", "how many", ()),
+        "Which spice goes into the loaf?": ("short", "which", ()),
+        "Which film came out first, The Piper or Lost Horizon?": ("short", "choice", ("The Piper", "Lost Horizon")),
+        "Did Tom Hanks or Meg Ryan star in Big?": ("short", "choice", ("Tom Hanks", "Meg Ryan")),
+        "Is the Velkra longer than the Orle?": ("short", "yesno", ()),
+        "How does the backup rotation work?": ("open", "open", ()),
+        "Why was the meeting moved?": ("open", "open", ()),
+        "Summarise the guild meeting log.": ("open", "open", ()),
+    }
+    for question, (kind, qtype, options) in cases.items():
+        shape = classify(question)
+        assert (shape.kind, shape.qtype, shape.options) == (kind, qtype, options), question
+
+
+def _evidence(texts: list[str]) -> list[EvidenceSentence]:
+    p = _passage("\n\n".join(texts))
+    return [EvidenceSentence(t, t, p, 1, 1 + i, "sentence", 1.0 - i / 10) for i, t in enumerate(texts)]
+
+
+_words = st.text(alphabet=st.characters(categories=("L", "N"), max_codepoint=0x24F), min_size=1, max_size=9)
+_sentences = st.lists(_words, min_size=1, max_size=14).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_sentences, min_size=1, max_size=6), st.sampled_from(
+    ["Who built the lathe?", "Which film came out first, Alpha Beta or Gamma?", "Is Orlinsford on the Velkra?",
+     "When was it founded?"]))
+def test_grammar_admits_exactly_the_spans_of_the_evidence(texts, question):
+    evidence = _evidence(texts)
+    shape = classify(question)
+    choices = build_choices(question, shape, evidence)
+    allowed = {NOT_IN_NOTES} | set(shape.options) | ({"yes", "no"} if shape.qtype == "yesno" else set())
+    for choice in choices.texts:
+        assert choice in allowed or any(choice in e.plain for e in evidence), choice
+    grammar = choice_grammar(choices.texts)
+    assert grammar_language(grammar) == set(choices.texts), "every choice, and nothing else"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=40, unique=True))
+def test_grammar_language_is_the_choice_set_for_any_strings(texts):
+    assert grammar_language(choice_grammar(texts)) == set(texts)
+    assert choice_schema(texts)["properties"]["answer"]["enum"] == texts
+
+
+def test_real_llama_grammar_parser_accepts_the_grammar():
+    from llama_cpp import LlamaGrammar
+
+    grammar = choice_grammar(['say "hi"', "back\\slash", "cardamom", "card", "not in your notes", "Zürich"])
+    assert LlamaGrammar.from_string(grammar, verbose=False) is not None
+
+
+def test_choices_by_shape():
+    evidence = _evidence(["The spice in this loaf is cardamom, added on 3 March 2021.", "Otto Kallendar owns it."])
+    spans = build_choices("Which spice goes into the loaf?", classify("Which spice goes into the loaf?"), evidence)
+    assert "cardamom" in spans and "3 March 2021" in spans and "Otto Kallendar" in spans
+    assert "loaf" not in spans, "words of the question are not answers"
+    assert spans.source["cardamom"].plain.startswith("The spice")
+    yesno = build_choices("Is it cardamom?", classify("Is it cardamom?"), evidence)
+    assert yesno.texts == ("yes", "no", NOT_IN_NOTES)
+    both = build_choices("Who was born first, Ann Lee or Bo Ma?", classify("Who was born first, Ann Lee or Bo Ma?"),
+                         evidence)
+    assert both.texts == ("Ann Lee", "Bo Ma", NOT_IN_NOTES)
+    assert "spice in this" not in ngrams("The spice in this loaf", 4) and "spice" in ngrams("The spice", 4)
+
+
+def test_prompt_markup_is_stripped_and_repeats_collapsed():
+    reply = ('<passage n="6" source="notes/a.md:1-3" title="A">The Velkra [1].</passage> '
+             "The Velkra [1]. The Velkra [1]. It is long [2].")
+    text, notes = checked_reply(reply, "stop", 100, 3)
+    assert "<" not in text and "source=" not in text and "passage" not in text
+    assert text.count("The Velkra") == 1 and "It is long [2]." in text
+    assert any("markup" in n for n in notes) and any("repeated" in n for n in notes)
+    assert strip_markup("plain [1].") == "plain [1]."
+
+
+def test_cited_and_given_passages_are_apart_in_json_and_cli():
+    from localrag.commands import ask
+
+    p1, p2 = _passage("Velkra.", 1, "a.md"), _passage("Orle.", 2, "b.md")
+    answer = Answer("q?", "The Velkra [1].", [Citation(1, p1, True), Citation(2, p2, False)],
+                    Retrieval("q?", [], Trace("hybrid")), "hybrid")
+    data = answer.to_json()
+    assert [c["path"] for c in data["citations"]] == ["a.md"] and [c["path"] for c in data["given"]] == ["b.md"]
+    assert set(data["timings_ms"]) >= {"to_evidence", "to_first_token", "total"}
+    out = io.StringIO()
+    ask.console = Console(file=out, width=200, color_system=None)
+    ask.print_sources(answer)
+    text = out.getvalue()
+    assert text.index("Cited") < text.index("a.md") < text.index("not cited") < text.index("b.md")
