@@ -11,6 +11,7 @@ FOLLOW_UP = "On which river is the town where her project is hosted?"
 
 
 def test_a_resolved_follow_up_replays_memory_like_a_single_question(graph_index) -> None:
+    graph_index.settings.answer.mode = "free"  # the scripted answers are free text (spans: test_answer_flow.py)
     llm = scripted_two_rounds()
     assistant = Assistant(graph_index, llm=llm)
     convo = Conversation.open(graph_index.store, graph_index.settings, name="heron")

@@ -55,7 +55,8 @@ def kb(tmp_path, settings_for, embedder):
     d.mkdir()
     for name, text in NOTES.items():
         (d / name).write_text(text)
-    idx = Index(settings_for(d, **{"neuropath.ner": "llm", "neuropath.merge": "paths-first"}), embedder)
+    # free answers: these tests script the answer text (the constrained span is tested in test_answer_flow.py)
+    idx = Index(settings_for(d, **{"neuropath.ner": "llm", "neuropath.merge": "paths-first", "answer.mode": "free"}), embedder)
     idx.sync()
     for name, triples in TRIPLES.items():
         (p,) = idx.store.docs.passages_of(name)
