@@ -18,6 +18,7 @@ _FENCE = re.compile(r"\A---[ \t]*\n(.*?)(?:^|\n)---[ \t]*(?:\n|\Z)", re.S)
 _TITLE_KEYS = ("title",)
 _ALIAS_KEYS = ("aliases", "alias")
 _TAG_KEYS = ("tags", "tag")
+DESCRIPTION_KEYS = ("desc", "description", "summary", "abstract")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,15 @@ class NoteMeta:
 
     def property(self, key: str) -> str | None:
         return next((v for k, v in self.properties if k == key), None)
+
+    @property
+    def description(self) -> str:
+        """The note's summary, as vault tools name it (Dendron ``desc``, ``description``, ``summary``)."""
+        for key in DESCRIPTION_KEYS:
+            value = next((v for k, v in self.properties if k.lower() == key), None)
+            if value:
+                return value
+        return ""
 
 
 @dataclass(frozen=True)
