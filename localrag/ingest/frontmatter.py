@@ -44,7 +44,7 @@ class NoteMeta:
         return cls(d.get("title", ""), tuple(d.get("aliases", ())), tuple(d.get("tags", ())),
                    tuple((str(k), str(v)) for k, v in d.get("properties", ())), d.get("warning", ""))
 
-    def property(self, key: str) -> str | None:
+    def value_of(self, key: str) -> str | None:
         return next((v for k, v in self.properties if k == key), None)
 
     @property
@@ -143,7 +143,7 @@ def fill_placeholders(text: str, meta: NoteMeta) -> str:
         key = m.group(1)
         if key == "title" and meta.title:
             return meta.title
-        found = meta.property(key)
+        found = meta.value_of(key)
         return found if found is not None else m.group(0)
 
     return _PLACEHOLDER.sub(value, text)
