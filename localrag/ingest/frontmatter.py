@@ -18,7 +18,6 @@ _FENCE = re.compile(r"\A---[ \t]*\n(.*?)(?:^|\n)---[ \t]*(?:\n|\Z)", re.S)
 _TITLE_KEYS = ("title",)
 _ALIAS_KEYS = ("aliases", "alias")
 _TAG_KEYS = ("tags", "tag")
-DESCRIPTION_KEYS = ("desc", "description", "summary", "abstract")
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,10 @@ class NoteMeta:
         return next((v for k, v in self.properties if k == key), None)
 
     @property
-    def description(self) -> str:
-        """The note's summary, as vault tools name it (Dendron ``desc``, ``description``, ``summary``)."""
-        for key in DESCRIPTION_KEYS:
-            value = next((v for k, v in self.properties if k.lower() == key), None)
-            if value:
-                return value
-        return ""
+    def alias_names(self) -> tuple[str, ...]:
+        """Names the note is also known by: its aliases, and a front-matter title unlike its own
+        (the note's title is its first heading or file name, as Obsidian names notes)."""
+        return tuple(dict.fromkeys(self.aliases + ((self.title,) if self.title else ())))
 
 
 @dataclass(frozen=True)
