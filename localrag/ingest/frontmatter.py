@@ -47,6 +47,15 @@ class NoteMeta:
         return next((v for k, v in self.properties if k == key), None)
 
     @property
+    def description(self) -> str:
+        """The note's summary, as vault tools name it (Dendron ``desc``, ``description``, ``summary``)."""
+        for key in ("desc", "description", "summary", "abstract"):
+            value = next((v for k, v in self.properties if k.lower() == key), None)
+            if value:
+                return value
+        return ""
+
+    @property
     def alias_names(self) -> tuple[str, ...]:
         """Names the note is also known by: its aliases, and a front-matter title unlike its own
         (the note's title is its first heading or file name, as Obsidian names notes)."""
