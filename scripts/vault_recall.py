@@ -72,6 +72,8 @@ def main() -> None:
     ap.add_argument("--ids", help="only these question ids (one a line)")
     ap.add_argument("--counts", action="store_true", help="also count aliases, tags, links and embeds")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--query-only", action="store_true",
+                    help="ask the index already in --work (read-only: no copy, sync or graph run)")
     args = ap.parse_args()
 
     import localrag
@@ -79,15 +81,16 @@ def main() -> None:
     from localrag.config import load_settings
 
     work = Path(args.work)
-    if work.exists():
-        shutil.rmtree(work)
     folder = work / "notes"
-    shutil.copytree(args.notes, folder)
+    if not args.query_only:
+        if work.exists():
+            shutil.rmtree(work)
+        shutil.copytree(args.notes, folder)
     settings = load_settings(folder, {"index.extractor": "rules", "llm.n_threads": 1, "memory.enabled": False}, env={})
-    index = Index(settings)
+    index = Index(settings, readonly=args.query_only)
     started = time.perf_counter()
-    sync = index.sync()
-    graph = index.extract_graph()
+    sync = index.sync() if not args.query_only else None
+    graph = index.extract_graph() if not args.query_only else None
     index_s = time.perf_counter() - started
     questions = [json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()]
     if args.ids:
@@ -96,7 +99,8 @@ def main() -> None:
     assistant = Assistant(index)
     result: dict = {"localrag": localrag.__file__, "questions": len(questions), "index_seconds": round(index_s, 1),
                     "documents": index.store.docs.count(), "passages": index.store.docs.passage_count(),
-                    "graph": index.graph_figures(), "sync_added": sync.added, "graph_passages": graph.passages,
+                    "graph": index.graph_figures(), "sync_added": sync.added if sync else None,
+                    "graph_passages": graph.passages if graph else None,
                     "strategies": {}}
     for name in [s for s in args.strategies.split(",") if s]:
         per_q = []

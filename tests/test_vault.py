@@ -232,3 +232,15 @@ def test_filter_parsing():
     with pytest.raises(FilterError, match="has no value"):
         parse_where(["tag:"])
     assert split_inline_filters("/tag:project who leads /path:work/ it?") == ("who leads it?", ["tag:project", "path:work/"])
+
+
+
+def test_the_front_matter_description_is_embedded_with_the_first_passage_only():
+    from dataclasses import replace
+
+    text = "---\ndesc: Find notes by name\n---\n# Lookup\n\nType part of a name.\n"
+    meta = parse_front_matter(text)
+    first = chunk_text(text, "markdown", "Lookup", 1, 300)[0]
+    with_context = replace(first, note_context=meta.description)
+    assert meta.description == "Find notes by name" and "Find notes by name" not in first.text
+    assert "Find notes by name" in with_context.embed_text and with_context.sha256 != first.sha256

@@ -29,6 +29,7 @@ class Chunk:
     start_line: int  # 1-based, inclusive
     end_line: int
     tokens: int
+    note_context: str = ""  # the note's own summary (front-matter description), on its first passage only
 
     @property
     def embed_text(self) -> str:
@@ -37,7 +38,7 @@ class Chunk:
         context = self.heading.split(" > ")
         if context and context[-1] and context[-1] in first:
             context = context[:-1]
-        prefix = " > ".join(c for c in context if c)
+        prefix = "\n".join(x for x in (" > ".join(c for c in context if c), self.note_context) if x)
         return f"{prefix}\n{self.text}" if prefix else self.text
 
     @property

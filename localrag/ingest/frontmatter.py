@@ -43,8 +43,23 @@ class NoteMeta:
         return cls(d.get("title", ""), tuple(d.get("aliases", ())), tuple(d.get("tags", ())),
                    tuple((str(k), str(v)) for k, v in d.get("properties", ())), d.get("warning", ""))
 
-    def property(self, key: str) -> str | None:
+    def value_of(self, key: str) -> str | None:
         return next((v for k, v in self.properties if k == key), None)
+
+    @property
+    def description(self) -> str:
+        """The note's summary, as vault tools name it (Dendron ``desc``, ``description``, ``summary``)."""
+        for key in ("desc", "description", "summary", "abstract"):
+            value = next((v for k, v in self.properties if k.lower() == key), None)
+            if value:
+                return value
+        return ""
+
+    @property
+    def alias_names(self) -> tuple[str, ...]:
+        """Names the note is also known by: its aliases, and a front-matter title unlike its own
+        (the note's title is its first heading or file name, as Obsidian names notes)."""
+        return tuple(dict.fromkeys(self.aliases + ((self.title,) if self.title else ())))
 
 
 @dataclass(frozen=True)
@@ -133,7 +148,7 @@ def fill_placeholders(text: str, meta: NoteMeta) -> str:
         key = m.group(1)
         if key == "title" and meta.title:
             return meta.title
-        found = meta.property(key)
+        found = meta.value_of(key)
         return found if found is not None else m.group(0)
 
     return _PLACEHOLDER.sub(value, text)

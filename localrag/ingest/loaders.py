@@ -145,7 +145,7 @@ def load_data(path: Path, data: bytes) -> LoadedText:
         text = decode_text(data)
         meta = parse_front_matter(text) if kind == "markdown" else None
         skip = meta.lines if meta is not None else 0
-        title = (meta.title if meta is not None else "") or _first_heading(text, kind, skip)
+        title = _first_heading(text, kind, skip)  # a front-matter title is an alias (kg/vault.py)
         loaded = LoadedText(text=text, kind=kind, title=title, meta=meta)
     if not loaded.text.strip():
         raise SkipFile(EMPTY, "no text in the file")

@@ -226,6 +226,9 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
         return None
     chunks = chunk_text(loaded.text, loaded.kind, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
     chunks = fit_window(chunks, loaded.text, embedder)  # no text past the embedder's window
+    if chunks and loaded.meta is not None and loaded.meta.description:
+        # front matter is not passage text, but its summary says what the note is about (docs/vault.md)
+        chunks[0] = replace(chunks[0], note_context=loaded.meta.description)
     mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line)) for c in chunks]
     tags = tuple(inline_tags(loaded.text)) if loaded.kind == "markdown" else ()
     return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, loaded.meta, tags)

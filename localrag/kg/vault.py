@@ -151,7 +151,7 @@ def passage_signals(store: "Store", p: Passage, skip_properties: frozenset[str])
     meta = store.vault.meta(p.doc_id)
     tags = list(refs.tags)
     if meta is not None:
-        for alias in meta.aliases:
+        for alias in meta.alias_names:
             name = normalise_phrase(alias)
             if name and name != title:
                 out.add(title, ALIAS_RELATION, name, "alias")

@@ -79,7 +79,7 @@ class VaultTables:
                 self.s.execute(
                     "INSERT OR IGNORE INTO graph_queue(passage, priority) SELECT p.id, d.mtime_ns FROM passages p "
                     "JOIN documents d ON d.id = p.doc_id WHERE p.doc_id = ?", (doc_id,))
-        self.set_names(doc_id, path, meta.aliases)
+        self.set_names(doc_id, path, meta.alias_names)
         tags = sorted(set(meta.tags) | {t for t in inline_tags if t})
         have = {r[0] for r in self.s.query("SELECT tag FROM note_tags WHERE doc_id = ?", (doc_id,))}
         if have != set(tags):
