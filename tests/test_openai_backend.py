@@ -427,8 +427,9 @@ def test_api_key_is_sent_but_never_logged_shown_or_stored(monkeypatch, caplog, t
     rows = store.query("SELECT phase, model, error FROM llm_calls")
     assert rows and "HTTP 401" in rows[0][2]
     store.close()
-    for path in tmp_path.iterdir():
-        assert SECRET.encode() not in path.read_bytes(), path
+    for path in tmp_path.rglob("*"):  # the index, its journal, health record and session locks
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
 
 
 # -- concurrency (control flow; a scripted function, no model) -------------------------------------

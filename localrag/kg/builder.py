@@ -32,6 +32,7 @@ from localrag.store import Store
 from localrag.store.graph import CachedExtraction
 
 BATCH = 16
+RETITLED_ROUNDS = 3  # drain passes when writes were refused because a note was renamed meanwhile
 FLUSH_AFTER_S = 1.0
 SAVE_MATRIX_EVERY_S = 120.0
 # what a failed extraction call may raise: counted against the passage, never a crash
@@ -84,6 +85,7 @@ class GraphBuilder:
         self._model_key = ""
         self.timings = StepTimes()
         self._saved_at = time.perf_counter()
+        self._requeued = 0  # writes refused this pass: the note was renamed or retitled meanwhile
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
             self._llm.sinks.append(self._log_call)
@@ -167,6 +169,7 @@ class GraphBuilder:
         with self.store.transaction():
             now = self.store.docs.passages([p.id])
             if now and (now[0].title, now[0].path) != (p.title, p.path):
+                self._requeued += 1
                 return None  # still queued: extracted again, under its new title and path
             return self._write(p, ex, vectors)
 
@@ -241,6 +244,15 @@ class GraphBuilder:
         return report
 
     def _drain(self, run: GraphRun) -> None:
+        """Drain the queue; again when a passage was renamed or retitled while it was being
+        extracted (its write was refused and it stayed queued, after the queue looked empty)."""
+        for _ in range(RETITLED_ROUNDS):
+            self._requeued = 0
+            self._drain_once(run)
+            if run.report.stopped or not self._requeued:
+                return
+
+    def _drain_once(self, run: GraphRun) -> None:
         """Extract a batch while the previous batch's new entity names are embedded on a worker
         thread, then write the previous batch: the rules, the embedding and the writes overlap."""
         report, graph = run.report, self.store.graph
