@@ -121,7 +121,7 @@ def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
     qs = spec.dataset.questions[:3]
     script = {qs[0].question: f"Answer: {qs[0].answers[0]} [1]", qs[1].question: "Answer: certainly not that [2]"}
     # no evidence threshold: every question reaches the (scripted) model
-    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0},
+    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0, "answer.mode": "shape"},
                                 env={}))
     try:
         records = run_questions(Assistant(index, llm=ScriptedLLM(script)), qs, "hybrid", RunOptions(answer=True),

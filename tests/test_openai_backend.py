@@ -570,5 +570,6 @@ def test_short_answer_constraint_reaches_the_server(served: ServerProcess):
     reply = RecordingLLM(llm).chat([{"role": "user", "content": "What is the capital of France? One word."}],
                                    choices=choices, max_tokens=16)
     assert reply.text in choices
-    schema = sent[-1]["response_format"]["json_schema"]["schema"]
+    form = sent[-1]["response_format"]  # json_schema, or json_object + schema after the server refused that form
+    schema = form["json_schema"]["schema"] if "json_schema" in form else form["schema"]
     assert schema["properties"]["answer"]["enum"] == choices

@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
             on_token=(lambda t: (sys.stdout.write(t), sys.stdout.flush())) if streaming else None,
             conversation=conversation,
             mode="free" if getattr(args, "free", False) else None,
-            on_event=None if args.json else ProgressPrinter(show_steps=not getattr(args, "quiet", False)),
+            # step progress on a terminal only: a pipe or a script reads the answer, not the steps
+            on_event=None if args.json or not sys.stderr.isatty() else ProgressPrinter(show_steps=not args.quiet),
         )
     finally:
         index.close()
