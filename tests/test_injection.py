@@ -95,7 +95,7 @@ def test_obedient_model_still_cites_only_given_passages(injected, strategy, embe
         _add_graph(injected, embedder)
     llm = ScriptedLLM(_obedient)
     # a short question's answer is a span the grammar admits: the injected reply is not one
-    constrained = Assistant(injected, llm=llm).ask(QUESTION, strategy=strategy)
+    constrained = Assistant(injected, llm=llm).ask(QUESTION, strategy=strategy, mode="shape")
     assert "HACKED" not in constrained.text and constrained.abstained
     assert not any(c.cited for c in constrained.citations)
     answer = Assistant(injected, llm=llm).ask(QUESTION, strategy=strategy, mode="free")
