@@ -74,6 +74,14 @@ def settings_from(args: argparse.Namespace, folder: str | None = None, *, check:
     return load_settings(folder, overrides, config_file=getattr(args, "config", None))
 
 
+
+def indexed_settings(args: argparse.Namespace, folder: str) -> Settings:
+    """``settings_from`` for a command that reads an existing index: a clear error when there is none."""
+    settings = settings_from(args, folder)
+    if not settings.db_path.exists():
+        raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {folder}`")
+    return settings
+
 def add_folder(p: argparse.ArgumentParser, required: bool = False) -> None:
     p.add_argument("folder", nargs=None if required else "?", default=None if required else ".",
                    help="notes folder" + ("" if required else " (default: current folder)"))

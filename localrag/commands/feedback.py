@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from localrag.commands.common import UserError, console, settings_from
+from localrag.commands.common import UserError, console, indexed_settings
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -24,9 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from localrag.api import Index
     from localrag.memory.feedback import FeedbackError, mark
 
-    settings = settings_from(args, args.folder)
-    if not settings.db_path.exists():
-        raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
+    settings = indexed_settings(args, args.folder)
     index = Index(settings)
     try:
         result = mark(index, args.verdict, args.query_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from localrag.commands.common import UserError, add_folder, console, settings_from, write_out
+from localrag.commands.common import UserError, add_folder, console, indexed_settings, write_out
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -35,9 +35,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def _open(args: argparse.Namespace, readonly: bool = True):
     from localrag.api import Index
 
-    settings = settings_from(args, args.folder)
-    if not settings.db_path.exists():
-        raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
+    settings = indexed_settings(args, args.folder)
     return Index(settings, readonly=readonly)
 
 

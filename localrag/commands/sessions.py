@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 from typing import TYPE_CHECKING
 
-from localrag.commands.common import UserError, console, err_console, settings_from
+from localrag.commands.common import UserError, console, err_console, indexed_settings
 
 if TYPE_CHECKING:
     from localrag.api import Index
@@ -88,9 +88,7 @@ def session_json(session: "Session") -> dict:
 def run(args: argparse.Namespace) -> int:
     from localrag.api import Index
 
-    settings = settings_from(args, args.folder)
-    if not settings.db_path.exists():
-        raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
+    settings = indexed_settings(args, args.folder)
     if args.limit < 1:
         raise UserError("--limit must be at least 1")
     index = Index(settings)

@@ -8,7 +8,7 @@ import json
 from rich.markup import escape
 from rich.table import Table
 
-from localrag.commands.common import UserError, add_folder, console, human_bytes, settings_from
+from localrag.commands.common import add_folder, console, human_bytes, indexed_settings
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -26,9 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from localrag.llm.base import LLMError
     from localrag.llm.discovery import discover
 
-    settings = settings_from(args, args.folder)
-    if not settings.db_path.exists():
-        raise UserError(f"{settings.folder_path} is not indexed yet: run `localrag index {args.folder}`")
+    settings = indexed_settings(args, args.folder)
     index = Index(settings)
     try:
         check = index.check_health(force=args.check)
