@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from localrag.api import Assistant, Index  # noqa: E402
-from localrag.bench.metrics import exact_match, percentile  # noqa: E402
+from localrag_bench.metrics import exact_match, percentile  # noqa: E402
 from localrag.config import load_settings  # noqa: E402
 
 

@@ -20,14 +20,14 @@ import json
 from pathlib import Path
 
 from localrag.api import Assistant
-from localrag.bench.data import default_work_dir, doc_id_of, load_dataset
-from localrag.bench.metrics import recall_at_k
-from localrag.bench.runner import prepare_index, tracking_summary
+from localrag_bench.data import default_work_dir, doc_id_of, load_dataset
+from localrag_bench.metrics import recall_at_k
+from localrag_bench.runner import prepare_index, tracking_summary
 from localrag.records import Trace
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
-from localrag.retrieve.neuropath import CompletionInput, NeuroPath
+from localrag.retrieve.neuropath import CompletionInput, fuse
 
 # name -> NeuroPathSettings overrides
 def _v(completion: str, graph: str, paths: float, fallback: float, **more) -> dict:
@@ -83,7 +83,6 @@ def main() -> None:
         records = {r["id"]: r for r in saved["records"] if r["strategy"] == "neuropath"}
     ctx = Assistant(index).context()
     base = ctx.settings.neuropath
-    strategy = NeuroPath()
     sums: dict[str, list[float]] = {}
 
     def add(name: str, doc_ids: list[int], gold: list[int]) -> None:
@@ -114,7 +113,7 @@ def main() -> None:
                 continue
             inp = CompletionInput.from_tracking(t)
             ctx.settings.neuropath = dataclasses.replace(base, **({"merge": "fused", "fuse_k": 8} | overrides))
-            retrieval = strategy.fuse(ctx, q.question, inp, args.k, Trace("neuropath"))
+            retrieval = fuse(ctx, q.question, inp, args.k, Trace("neuropath"))
             ctx.settings.neuropath = base
             add(name, distinct([(sp.passage.id, sp.score) for sp in retrieval.passages]), gold)
     for name, (r2, r5, n) in sorted(sums.items(), key=lambda t: -(t[1][1] + t[1][0] / 10)):

@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 
 from localrag.api import Assistant
-from localrag.bench.data import default_work_dir, doc_id_of, load_dataset
-from localrag.bench.metrics import recall_at_k
-from localrag.bench.runner import ensure_graph, prepare_index
+from localrag_bench.data import default_work_dir, doc_id_of, load_dataset
+from localrag_bench.metrics import recall_at_k
+from localrag_bench.runner import ensure_graph, prepare_index
 from localrag.records import Trace
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
-from localrag.retrieve.neuropath import NeuroPath, TrackState, link_seeds, query_entities
-from localrag.retrieve.paths import path_docs
+from localrag.retrieve.neuropath import TrackState, link_seeds, query_entities, track
+from localrag.retrieve.neuropath.paths import path_docs
 
 VARIANTS = [(merge, completion, qtext) for merge in ("paths-first", "fused")
             for completion in ("dense", "hybrid") for qtext in ("query+chain+g", "query")]
@@ -47,7 +47,6 @@ def main() -> None:
     print(ensure_graph(index, ["neuropath"]), flush=True)
     assistant = Assistant(index)
     ctx = assistant.context()
-    np_ = NeuroPath()
     k = 10
     sums = {v: [0.0, 0.0] for v in VARIANTS}
     sums[("hybrid", "", "")] = [0.0, 0.0]
@@ -57,7 +56,7 @@ def main() -> None:
         trace = Trace("neuropath")
         tctx = ctx.traced(trace)
         seeds = link_seeds(tctx, query_entities(tctx, q.question, trace))
-        state = np_.track(tctx, q.question, [e for _, e, _, _ in seeds], trace) if seeds else TrackState()
+        state = track(tctx, q.question, [e for _, e, _, _ in seeds], trace) if seeds else TrackState()
         docs = path_docs(state.valid)
         row = {"id": q.id, "seeds": len(seeds), "path_docs": docs, "chain": state.chain, "g": state.requirement,
                "llm_failed": state.llm_failed, "calls": len(trace.calls), "recall": {}}

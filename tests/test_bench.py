@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from localrag.bench.data import load_dataset
-from localrag.bench.report import markdown_table, plot_recall
-from localrag.bench.results import load_result
-from localrag.bench.runner import BenchSpec, RunOptions, run_bench, run_questions
-from localrag.bench.scale import run_scale
+from localrag_bench.data import load_dataset
+from localrag_bench.report import markdown_table, plot_recall
+from localrag_bench.results import load_result
+from localrag_bench.runner import BenchSpec, RunOptions, run_bench, run_questions
+from localrag_bench.scale import run_scale
 from localrag.cli import common_parser
-from localrag.commands import bench as bench_cmd
+from localrag_bench import cli as bench_cmd
 from localrag.commands.common import run_command
 from localrag.llm.base import LLMError, Reply, Usage
 
@@ -232,3 +232,17 @@ def test_scale_cli_reuses_the_index_and_prints_figures(scale_run, embedder, tmp_
     saved = json.loads(out.read_text())
     assert saved["indexed_passages"] == 300 and saved["passages_per_s"] == first.passages_per_s  # reused, not re-measured
     assert "index reused" in saved["index_measured"]
+
+
+def test_bench_without_the_extra_says_how_to_install_it(monkeypatch, capsys):
+    import importlib.util
+
+    from localrag.cli import main
+    from localrag.commands import bench as bench_shim
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(bench_shim.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    assert main(["bench", "--data", "x"]) != 0
+    err = capsys.readouterr().err
+    assert "[bench] extra" in err and "pip install" in err and "Traceback" not in err

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from localrag.api import Assistant
-from localrag.bench.data import load_dataset
-from localrag.bench.followup import (
+from localrag_bench.data import load_dataset
+from localrag_bench.followup import (
     _refer, answer_type, build_followups, open_bench_index, read_raw_questions, render_kb, run_followup,
     run_session_check, summarise,
 )

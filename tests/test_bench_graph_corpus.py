@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from localrag.bench.graph_corpus import MAX_TOKENS, MIN_TOKENS, generate_graph_corpus, write_graph_corpus
-from localrag.bench.instant_llm import InstantLLM
+from localrag_bench.graph_corpus import MAX_TOKENS, MIN_TOKENS, generate_graph_corpus, write_graph_corpus
+from localrag_bench.instant_llm import InstantLLM
 from localrag.ingest.chunker import chunk_text, count_tokens
 
 LINK = re.compile(r"\[([^\]]+)\]\(([^)]+)\)|\[\[([^\]]+)\]\]")

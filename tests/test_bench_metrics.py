@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from localrag.bench.data import BenchDataError, CorpusPassage, dataset_name, doc_id_of, load_dataset, materialise
-from localrag.bench.metrics import dedupe, exact_match, f1_score, normalize_answer, percentile, recall_at_k
-from localrag.bench.reference import BM25, bm25_reference
-from localrag.bench.results import QuestionRecord, summarise
+from localrag_bench.data import BenchDataError, CorpusPassage, dataset_name, doc_id_of, load_dataset, materialise
+from localrag_bench.metrics import dedupe, exact_match, f1_score, normalize_answer, percentile, recall_at_k
+from localrag_bench.reference import BM25, bm25_reference
+from localrag_bench.results import QuestionRecord, summarise
 
 
 # -- recall ----------------------------------------------------------------------

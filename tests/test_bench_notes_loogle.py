@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from localrag.bench.data import BenchDataError
-from localrag.bench.loogle import gold_passages, load_loogle, split_passages, _tokens
-from localrag.bench.notes_set import load_notes_dataset, mirror_notes
+from localrag_bench.data import BenchDataError
+from localrag_bench.loogle import gold_passages, load_loogle, split_passages, _tokens
+from localrag_bench.notes_set import load_notes_dataset, mirror_notes
 
 from conftest import REPO, SHARED_DATA
 

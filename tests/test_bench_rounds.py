@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 
 from localrag.api import Index
-from localrag.bench.data import Question, load_dataset
-from localrag.bench.results import MemoryCounts, QuestionRecord, RoundStat, load_result, summarise
-from localrag.bench.rounds import (
+from localrag_bench.data import Question, load_dataset
+from localrag_bench.results import MemoryCounts, QuestionRecord, RoundStat, load_result, summarise
+from localrag_bench.rounds import (
     DEFAULT_ROUNDS, ROUND_NAMES, RoundPlan, fill_changes, parse_rounds, reword, run_rounds, split_sets,
 )
-from localrag.bench.rounds_report import markdown_rounds, plot_rounds, round_rows
-from localrag.bench.runner import BenchError, BenchSpec, RunOptions, prepare_index
+from localrag_bench.rounds_report import markdown_rounds, plot_rounds, round_rows
+from localrag_bench.runner import BenchError, BenchSpec, RunOptions, prepare_index
 from localrag.cli import common_parser
-from localrag.commands import bench as bench_cmd
+from localrag_bench import cli as bench_cmd
 from localrag.commands.common import run_command
-from localrag.memory.core import enhance
+from localrag.memory.edges import enhance
 from localrag.records import Triple
 
 from scripted_llm import ScriptedLLM

@@ -19,7 +19,7 @@ from localrag.api import Assistant, Index
 from localrag.config import load_settings
 from localrag.llm.prompts import PromptPassage, answer_messages, render_passages
 from localrag.llm.prompts_kg import kg_messages
-from localrag.memory import replay
+from localrag.memory.edges import Feedback, apply
 from localrag.records import Triple
 
 from scripted_llm import ScriptedLLM
@@ -127,12 +127,12 @@ def test_memory_updates_only_touch_edges_that_exist(injected, embedder):
     # forged feedback: fact/passage ids that do not exist, and a real fact read in the wrong passage
     fact = injected.store.graph.all_facts()[0]
     wrong_passage = max(injected.store.docs.all_passage_ids()) + 1000
-    forged = replay.Feedback(kept=[("fact", 999_999, 1), ("fact", fact.id, wrong_passage), ("mention", 5, 99_999),
+    forged = Feedback(kept=[("fact", 999_999, 1), ("fact", fact.id, wrong_passage), ("mention", 5, 99_999),
                                    ("next", 1, 1), ("bogus", 1, 2)],
                              rejected=[("fact", 424_242, 7)])
     before = injected.store.memory.count()
     qvec = embedder.encode_one(QUESTION)
-    result = replay.apply(injected.store, QUESTION, "neuropath", qvec, forged, injected.settings.memory)
+    result = apply(injected.store, QUESTION, "neuropath", qvec, forged, injected.settings.memory)
     assert result.enhanced == 0 and result.penalised == 0 and result.skipped_missing == 5
     assert injected.store.memory.count() == before
     # deleting the injected note removes every memory that rested on it

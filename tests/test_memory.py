@@ -7,8 +7,8 @@ import pytest
 
 from localrag.api import Assistant, Index
 from localrag.config import MemorySettings
-from localrag.memory.core import enhance
-from localrag.memory.recall import recall_paths
+from localrag.memory.edges import enhance
+from localrag.retrieve.neuropath.recall import recall_paths
 
 from scripted_llm import ScriptedLLM
 from test_neuropath import QUESTION, graph_index, scripted_two_rounds  # noqa: F401  (fixture)
@@ -53,7 +53,7 @@ def test_memories_vanish_with_their_edges(graph_index, embedder):
 
 
 def test_updates_only_touch_existing_edges(graph_index, embedder):
-    from localrag.memory.replay import Feedback, apply
+    from localrag.memory.edges import Feedback, apply
 
     q = embedder.encode_one(QUESTION)
     fb = Feedback(kept=[("fact", 99999, 1)], rejected=[])

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from localrag.memory.core import delta, enhance, penalise, readout
+from localrag.memory.edges import delta, enhance, penalise, readout
 
 
 def rand_unit(seed, d=384):

@@ -7,7 +7,7 @@ import pytest
 
 from localrag.api import Assistant, Index
 from localrag.records import Triple
-from localrag.retrieve.paths import Path, path_docs, prune, render, with_coref
+from localrag.retrieve.neuropath.paths import Path, path_docs, prune, render, with_coref
 
 from scripted_llm import ScriptedLLM, line_id
 
@@ -196,16 +196,16 @@ def test_graph_list_restarts_at_the_seeds_and_the_path_ends(graph_index):
 
 
 def test_a_bench_record_replays_to_the_same_ranking(graph_index):
-    from localrag.bench.runner import tracking_summary
+    from localrag_bench.runner import tracking_summary
     from localrag.records import Trace
-    from localrag.retrieve.neuropath import CompletionInput, NeuroPath
+    from localrag.retrieve.neuropath import CompletionInput, fuse
 
     a = Assistant(graph_index, llm=scripted_two_rounds())
     r = a.retrieve(QUESTION, "neuropath", 5)
     t = tracking_summary(r.trace)
     assert t["path_docs"] and t["seeds"] and "chain" in t and t["fallback"] is False
     inp = CompletionInput.from_tracking(t)
-    again = NeuroPath().fuse(a.context(), QUESTION, inp, 5, Trace("neuropath"))
+    again = fuse(a.context(), QUESTION, inp, 5, Trace("neuropath"))
     assert [sp.passage.id for sp in again.passages] == [sp.passage.id for sp in r.passages]
     assert tracking_summary(Assistant(graph_index, llm=object()).retrieve(QUESTION, "hybrid", 5).trace) == {}
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from localrag.api import Assistant, Index
-from localrag.memory.core import enhance, readout
-from localrag.memory.remind_dfs import Step, expand, valid_steps
-from localrag.memory.remind_graph import Edge, RemindGraph, entity, passage
+from localrag.memory.edges import enhance, readout
+from localrag.retrieve.remind.dfs import Step, expand, valid_steps
+from localrag.retrieve.remind.graph import Edge, RemindGraph, entity, passage
 from localrag.records import Triple
 
 from scripted_llm import ScriptedLLM

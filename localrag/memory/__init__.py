@@ -1,1 +1,1 @@
-"""ReMindRAG memory replay: read-out, enhance/penalise updates, recall DFS (ALGORITHMS.md §c.3-c.5)."""
+"""Edge memory shared by both papers (edges.py) and the user's verdicts on answers (feedback.py)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localrag.memory.core import enhance, unit
+from localrag.memory.edges import enhance, unit
 
 VERDICTS = ("right", "wrong")
 

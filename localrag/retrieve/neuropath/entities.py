@@ -1,0 +1,95 @@
+"""NeuroPath's query entities (ALGORITHMS.md b.2): grounded LLM NER, cached by query text,
+with spans as the fallback; and the entity linking that gives path tracking its seeds."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from localrag.kg.normalise import normalise_phrase, occurs_in
+from localrag.kg.spans import find_spans
+from localrag.llm.jsoncall import call_json
+from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema
+from localrag.records import Trace
+from localrag.retrieve.base import Context
+
+
+def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
+    """Entities named in the query: grounded LLM NER (cached by query text), spans as fallback."""
+    mode = ctx.settings.neuropath.ner
+    norm_q = normalise_phrase(query)
+    found: list[str] = []
+    source = "none"
+    if mode in ("llm", "llm+rules"):
+        llm = ctx.llm()
+        cached = ctx.store.cache.get("ner", query, llm.model_id, NER_VERSION)
+        error = ""
+        if cached is None:
+            result = call_json(llm, ner_messages(query), ner_schema(), phase="ner", max_tokens=200,
+                               validate=_validate_ner)
+            cached = [str(e) for e in (result.data or {}).get("named_entities", []) if isinstance(e, str)]
+            if result.ok:  # a failed reply is not cached: the next ask tries the model again
+                _cache_put(ctx, "ner", query, llm.model_id, NER_VERSION, cached)
+            else:
+                error = result.errors[-1] if result.errors else "no reply"
+        grounded = [e for e in cached if normalise_phrase(e) and occurs_in(normalise_phrase(e), norm_q)]
+        generic = [e for e in grounded if not is_named(e, query)]
+        grounded = [e for e in grounded if e not in generic]
+        trace.step("ner", model=cached, grounded=grounded, **({"generic": generic} if generic else {}),
+                   **({"error": error} if error else {}))
+        found, source = grounded, "llm"
+    if not found and mode in ("rules", "llm+rules"):
+        found = [s.text for s in find_spans(query)]
+        source = "rules"
+    unique = list(dict.fromkeys(e for e in found if normalise_phrase(e)))
+    trace.step("query_entities", entities=unique, source=source)
+    return unique
+
+
+_WORD = re.compile(r"[^\W_]+")
+_FUNCTION_WORDS = frozenset("a an and at by for from in of on or the to with".split())
+
+
+def is_named(entity: str, question: str) -> bool:
+    """Whether ``entity`` is a name in ``question``, not a common noun a weak model called an entity.
+
+    A name has a capitalised word or a digit where the question says it (the question's first
+    word and function words do not count: their capital is grammar). A question written with
+    no capitals anywhere gives no such signal, so every entity counts as named there.
+    """
+    words = _WORD.findall(question)
+    signal = {w.lower() for i, w in enumerate(words) if i > 0 and w.lower() not in _FUNCTION_WORDS
+              and (w[0].isupper() or any(ch.isdigit() for ch in w))}
+    if not any(ch.isupper() for ch in question[1:]) and not any(ch.isdigit() for ch in question):
+        return True
+    return any(t.lower() in signal for t in _WORD.findall(entity))
+
+
+def _validate_ner(data: dict) -> str | None:
+    entities = data.get("named_entities")
+    if not isinstance(entities, list) or not all(isinstance(e, str) for e in entities):
+        return "named_entities must be a list of strings"
+    return None
+
+
+def _cache_put(ctx: Context, kind: str, key: str, model: str, version: str, value: object) -> None:
+    try:
+        ctx.store.cache.put(kind, key, model, version, value)
+    except Exception:  # a cache write (the index busy, or read-only) must never fail a question
+        pass
+
+
+def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, str, float]]:
+    """(query entity, nearest graph entity id, its name, cosine) for each query entity."""
+    if not entities:
+        return []
+    vecs = ctx.embedder.encode(list(entities))
+    out = []
+    for text, vec in zip(entities, vecs):
+        hit = ctx.store.graph.entity_knn(vec, 1)
+        if hit:
+            eid, sim = hit[0]
+            out.append((text, eid, "", sim))
+    names = ctx.store.graph.entity_names([e for _, e, _, _ in out])
+    return [(t, e, names.get(e, "?"), s) for t, e, _, s in out]
+
