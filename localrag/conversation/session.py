@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from localrag.config import ConversationSettings, Settings
-from localrag.conversation.records import Resolution, Session, Turn, TurnCitation
+from localrag.conversation.records import Resolution
+from localrag.records import Session, Turn, TurnCitation
 from localrag.conversation.resolve import resolve_rules
 from localrag.llm.base import LLM, LLMError, Message
 from localrag.llm.prompts_chat import ChatTurn, history_messages
