@@ -175,7 +175,7 @@ def measure(roots: list[Path]) -> TreeMetrics:
     metrics.functions = len(lengths)
     if lengths:
         metrics.median_function_lines = statistics.median(lengths)
-        metrics.p90_function_lines = statistics.quantiles(lengths, n=10)[-1]
+        metrics.p90_function_lines = statistics.quantiles(lengths, n=10)[-1] if len(lengths) > 1 else lengths[0]
         metrics.typed_share = typed / len(lengths)
     return metrics
 
