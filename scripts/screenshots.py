@@ -70,11 +70,13 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
 
     async with app.run_test(size=size) as pilot:
         started = time.monotonic()
-        await wait_for(pilot, lambda: app.indexing.feed.snapshot()[0].active or app.indexing.cycles_done > 0, 120, "indexing to start")
+        indexing = app.indexing
+        await wait_for(pilot, lambda: indexing.feed.snapshot()[0].active or indexing.cycles_done > 0, 120,
+                       "indexing to start")
         caught = 0  # 1: a phase is running; 2: part-way, with a rate (retaken when a better frame comes)
-        last_phase = "graph" if app.indexing.indexer.has_graph_phase else "sync"
-        while app.indexing.last_cycle is None or app.indexing.last_cycle.phase != last_phase or app.indexing.indexer.busy:
-            passages, graph = app.indexing.feed.snapshot()
+        last_phase = "graph" if indexing.indexer.has_graph_phase else "sync"
+        while indexing.last_cycle is None or indexing.last_cycle.phase != last_phase or indexing.indexer.busy:
+            passages, graph = indexing.feed.snapshot()
             running = [p for p in (passages, graph) if p.active and p.total]
             level = 2 if any(0 < p.done < p.total for p in running) else 1 if running else 0
             if level > caught:

@@ -137,7 +137,8 @@ async def wait_until(pilot, condition: Callable[[], bool], timeout: float = 60.0
 
 async def wait_indexed(pilot, cycles: int = 1, timeout: float = 120.0) -> None:
     app = pilot.app
-    await wait_until(pilot, lambda: app.indexing.cycles_done >= cycles and not app.indexing.indexer.busy, timeout, f"{cycles} index cycle(s)")
+    await wait_until(pilot, lambda: app.indexing.cycles_done >= cycles and not app.indexing.indexer.busy, timeout,
+                     f"{cycles} index cycle(s)")
     await pilot.pause()
 
 

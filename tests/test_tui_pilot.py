@@ -127,8 +127,8 @@ def test_edited_note_is_picked_up_by_the_watcher(tui_app, indexed_notes: Path) -
             note = indexed_notes / "people" / "wenna-strake.md"
             note.write_text(note.read_text() + "\nWenna Strake's pet heron is called Bartholomew Quillfeather.\n")
             done = app.indexing.cycles_done
-            await wait_until(pilot, lambda: app.indexing.cycles_done > done and app.indexing.last_cycle.trigger is not None, 30,
-                             "the watcher's sync")
+            await wait_until(pilot, lambda: app.indexing.cycles_done > done and app.indexing.last_cycle.trigger is not None,
+                             30, "the watcher's sync")
             assert "people/wenna-strake.md" in app.indexing.last_cycle.trigger.paths
             assert app.indexing.last_cycle.sync.updated == 1
             assert "last change" in str(app.query_one("#index-state").content)
@@ -156,8 +156,8 @@ def test_deleted_note_is_gone_from_results(tui_app, indexed_notes: Path) -> None
 
             (indexed_notes / "trip-brannoch-vale-2023.md").unlink()
             done = app.indexing.cycles_done
-            await wait_until(pilot, lambda: app.indexing.cycles_done > done and app.indexing.last_cycle.trigger is not None, 30,
-                             "the watcher's sync")
+            await wait_until(pilot, lambda: app.indexing.cycles_done > done and app.indexing.last_cycle.trigger is not None,
+                             30, "the watcher's sync")
             assert app.indexing.last_cycle.sync.removed == 1 and app.indexing.last_status.documents == 24
 
             after = await ask(pilot, question)
@@ -176,8 +176,8 @@ def test_neuropath_answer_shows_hops_in_the_path_tree(tui_app) -> None:
 
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.indexing.last_cycle is not None and app.indexing.last_cycle.phase == "graph", 180,
-                             "the graph phase")
+            await wait_until(pilot, lambda: app.indexing.last_cycle is not None
+                             and app.indexing.last_cycle.phase == "graph", 180, "the graph phase")
             assert not app.indexing.last_cycle.error and app.indexing.last_status.extra["facts"] > 0
             graph_row = text_of(app.query_one("#row-graph").query_one(".phase-detail").content)
             assert f"{app.indexing.last_status.extra['facts']} facts" in graph_row
