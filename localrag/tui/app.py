@@ -206,14 +206,15 @@ class LocalRagApp(App[None]):
                                 f"switch the answering model to {option.path} ({option.size_bytes / 1e6:.0f} MB)",
                                 partial(self.switch_model, option))
         if self.indexing.indexer.paused:
-            yield SystemCommand("Indexing: resume", "catch up with every change in the folder", self.action_toggle_indexing)
+            yield SystemCommand("Indexing: resume", "catch up with every change in the folder", self.indexing.toggle)
         else:
-            yield SystemCommand("Indexing: stop", "pause syncing and graph extraction", self.action_toggle_indexing)
+            yield SystemCommand("Indexing: stop", "pause syncing and graph extraction", self.indexing.toggle)
         yield SystemCommand("Indexing: re-scan now", "sync the folder now", self.indexing.indexer.request_sync)
         for name, text in (("status", "index status"), ("skipped", "skipped files and reasons"),
                            ("path", "reasoning path of the last answer"), ("cost", "cost of the last answer")):
             yield SystemCommand(f"Show {text}", f"open the {name} panel", partial(self.action_panel, name))
-        yield SystemCommand("Conversation: new", "start a new conversation (Ctrl+N)", self.action_new_conversation)
+        yield SystemCommand("Conversation: new", "start a new conversation (Ctrl+N)",
+                            self.chat.action_new_conversation)
         yield SystemCommand("Conversation: open an earlier one", "list conversations to reopen and continue (Ctrl+O)",
-                            self.action_open_conversations)
+                            self.chat.action_open_conversations)
         yield SystemCommand("Help", "key bindings and what the panels mean", self.action_help)
