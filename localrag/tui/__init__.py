@@ -10,6 +10,7 @@ STOP_WAIT_S = 120.0  # the longest single indexing step (one model call) we wait
 
 
 def run_tui(settings: Settings, strategy: str | None = None) -> int:
+    # loaded on use: `import localrag.tui` (the CLI's check) does not build the app
     from localrag.tui.app import LocalRagApp
 
     app = LocalRagApp(settings, strategy=strategy)
