@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.hybrid import rrf
 from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds
@@ -162,6 +162,8 @@ def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, floa
 
 class GraphFusion:
     name = "graph"
+    needs_llm = False
+    settings_section = 'graph'
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -169,6 +171,3 @@ class GraphFusion:
             ranked, info = graph_ranked(ctx, query, k)
             trace.step("fusion", **info)
             return Retrieval(query, scored(ctx, ranked, "graph"), trace)
-
-
-register("graph", GraphFusion)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 
 # The BM25 search runs on this thread while the query is embedded and the vectors searched:
@@ -44,6 +44,8 @@ def hybrid_ranked(ctx: Context, query: str, k: int) -> tuple[list[tuple[int, flo
 
 class Hybrid:
     name = "hybrid"
+    needs_llm = False
+    settings_section = None
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -51,6 +53,3 @@ class Hybrid:
             ranked, info = hybrid_ranked(ctx, query, k)
             trace.step("rrf", **info)
             return Retrieval(query, scored(ctx, ranked, "hybrid"), trace)
-
-
-register("hybrid", Hybrid)
