@@ -13,7 +13,7 @@ by the registry's own module. A third-party package adds one with an entry point
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
+from importlib import metadata
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -57,7 +57,7 @@ class Registry(Generic[T]):
     def _entry_points(self) -> dict[str, object]:
         if self._plugins is None:
             # a built-in name wins over a plugin that claims it
-            self._plugins = {ep.name: ep for ep in entry_points(group=self.group) if ep.name not in self._refs}
+            self._plugins = {ep.name: ep for ep in metadata.entry_points(group=self.group) if ep.name not in self._refs}
         return self._plugins
 
     def refresh(self) -> None:
