@@ -16,19 +16,22 @@ from localrag.answer.flow import Composed, compose
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
+from localrag.kg.builder import GraphBuilder
+from localrag.kg.run import GraphProgress, GraphReport
 from localrag.llm.base import RecordingLLM
-from localrag.llm.factory import make_llm
+from localrag.llm import factory  # called as factory.make_llm: tests replace it there
+from localrag.llm.model_info import ModelSize, format_params, model_size
 from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
 from localrag.store import Store
+from localrag.store.connection import database_error_message
 from localrag.store.lock import writer_lock
 from localrag.store.vault import PassageFilter
 
 if TYPE_CHECKING:
     from localrag.conversation import Conversation
     from localrag.conversation.records import Resolution as Resolved
-    from localrag.kg.run import GraphProgress, GraphReport
     from localrag.store.health import HealthCheck
 
 
@@ -93,8 +96,6 @@ class Index:
         One graph builder per index at a time (LockBusy after ``wait_s``); the fast phase (sync)
         may run alongside it.
         """
-        from localrag.kg.builder import GraphBuilder
-
         db = self.settings.db_path
         with writer_lock(db if str(db) == ":memory:" else Path(str(db) + "-graph"), wait_s=wait_s):
             return GraphBuilder(self.store, self.embedder, self.settings, llm=llm).run(progress, should_stop)
@@ -145,7 +146,7 @@ class Assistant:
     def llm(self) -> RecordingLLM:
         with self._llm_lock:
             if self._llm is None:
-                inner, self.model_source = make_llm(self.settings.llm)
+                inner, self.model_source = factory.make_llm(self.settings.llm)
                 self._llm = RecordingLLM(inner)
                 self._llm.sinks.append(self._log_call)
             return self._llm
@@ -179,8 +180,6 @@ class Assistant:
         name = name or self.settings.strategy
         if name != "auto":
             return Resolution(name, "chosen" if name == (self.settings.strategy or "auto") else "asked for")
-        from localrag.llm.model_info import format_params
-
         size = self.model_size()
         floor = format_params(self.settings.auto_min_params)
         if not size.known:
@@ -199,8 +198,6 @@ class Assistant:
 
     def model_size(self):
         """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""
-        from localrag.llm.model_info import ModelSize, model_size
-
         inner = self._llm.inner if self._llm is not None else None
         if inner is not None and callable(getattr(inner, "model_size", None)):
             return inner.model_size()
@@ -335,8 +332,6 @@ class Assistant:
         try:
             return write()
         except Exception as exc:
-            from localrag.store.connection import database_error_message
-
             if database_error_message(exc) is None:
                 raise
             return None
