@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from localrag.answer import EMPTY_ANSWER, Answer
-from localrag.answer.events import AnswerDone, AskEvent, EventSink, Retrieved, RetrievalStarted, from_trace_step
+from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_step
 from localrag.answer.flow import Composed, compose
+from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution, Turn
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
@@ -31,20 +32,11 @@ from localrag.store.vault import PassageFilter
 
 if TYPE_CHECKING:
     from localrag.conversation import Conversation
-    from localrag.conversation.records import Resolution as Resolved
     from localrag.store.health import HealthCheck
 
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction
 AUTO_GRAPH_QUEUE_SHARE = 0.1
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """The strategy a question runs with, and why (shown in the TUI header and ``--json``)."""
-
-    strategy: str
-    reason: str
 
 
 class EmptyIndexError(RuntimeError):
@@ -234,7 +226,7 @@ class Assistant:
             raise ValueError("the question is empty")
         asked = self._open_question(question, self.resolve(strategy), on_event)
         try:
-            turn = self._run_turn(asked, conversation, k, where, _AnswerRequest(answer, mode, short, on_token))
+            turn = self._run_turn(asked, conversation, k, where, AnswerRequest(answer, mode, short, on_token))
         except BaseException:
             self._forget(asked.query_id)  # a failed answer teaches memory nothing
             raise
@@ -242,15 +234,15 @@ class Assistant:
             self._current.query_id = None
         return self._close_question(asked, turn, answer, conversation)
 
-    def _open_question(self, question: str, choice: Resolution, on_event: EventSink | None) -> "_Asked":
+    def _open_question(self, question: str, choice: Resolution, on_event: EventSink | None) -> Asked:
         """Log the question, and read whether its last answer was marked wrong (then memory is not read)."""
         qid = self._log_query(lambda: self.index.store.calls.start_query(question, choice.strategy))
         self._current.query_id = qid
         rejected = self._log_query(lambda: self.index.store.memory.verdict_for(question)) == "wrong"
-        return _Asked(question, choice, qid, rejected, time.perf_counter(), on_event)
+        return Asked(question, choice, qid, rejected, time.perf_counter(), on_event)
 
-    def _run_turn(self, asked: "_Asked", conversation: "Conversation | None", k: int | None,
-                  where: PassageFilter | None, request: "_AnswerRequest") -> "_Turn":
+    def _run_turn(self, asked: Asked, conversation: "Conversation | None", k: int | None,
+                  where: PassageFilter | None, request: "AnswerRequest") -> Turn:
         """Resolve a follow-up, retrieve, answer; the model's calls and memory's writes are attributed to the question."""
         needs_llm = self._needs_llm(asked.strategy, request.answer, conversation)
         scope = self.llm().scoped(asked.calls.append) if needs_llm else contextlib.nullcontext()
@@ -262,9 +254,9 @@ class Assistant:
             retrieve_ms = asked.elapsed_ms()
             asked.emit(Retrieved(elapsed_s=retrieve_ms / 1000, passages=len(retrieval.passages)))
             composed = self._compose(asked, query, retrieval, request, conversation) if request.answer else None
-        return _Turn(resolution, query, retrieval, retrieve_ms, composed)
+        return Turn(resolution, query, retrieval, retrieve_ms, composed)
 
-    def _step_sink(self, asked: "_Asked") -> Callable[[str, str, dict], None]:
+    def _step_sink(self, asked: Asked) -> Callable[[str, str, dict], None]:
         """Each trace step of the strategy, as an event on the question's sink."""
         def on_step(strategy_name: str, step: str, data: dict) -> None:
             asked.emit(from_trace_step(strategy_name, step, data, asked.elapsed_ms() / 1000,
@@ -272,7 +264,7 @@ class Assistant:
 
         return on_step
 
-    def _compose(self, asked: "_Asked", query: str, retrieval: Retrieval, request: "_AnswerRequest",
+    def _compose(self, asked: Asked, query: str, retrieval: Retrieval, request: "AnswerRequest",
                  conversation: "Conversation | None") -> Composed:
         """The answer, and what memory learns from its citations."""
         composed = compose(
@@ -287,7 +279,7 @@ class Assistant:
             retrieval.on_answer([c.passage.id for c in composed.citations if c.cited])
         return composed
 
-    def _close_question(self, asked: "_Asked", turn: "_Turn", answer: bool,
+    def _close_question(self, asked: Asked, turn: Turn, answer: bool,
                         conversation: "Conversation | None") -> Answer:
         """Undo memory for a failed answer, send the last event, record the turn and the query log."""
         composed, retrieval = turn.composed, turn.retrieval
@@ -306,7 +298,7 @@ class Assistant:
             self._log_query(lambda: self.index.store.calls.finish_query(qid, result.text, result.to_json()["trace"]))
         return result
 
-    def _answer_record(self, asked: "_Asked", turn: "_Turn", total_ms: float) -> Answer:
+    def _answer_record(self, asked: Asked, turn: Turn, total_ms: float) -> Answer:
         composed, retrieval = turn.composed, turn.retrieval
         result = Answer(asked.question, composed.text if composed else "", composed.citations if composed else [],
                         retrieval, asked.strategy, asked.calls, turn.retrieve_ms,
@@ -315,7 +307,7 @@ class Assistant:
                         resolved_query=turn.query, strategy_reason=asked.choice.reason,
                         evidence_shown=self.settings.answer.evidence_shown, total_ms=total_ms, events=asked.events)
         if composed is not None:
-            for key in _COMPOSED_FIELDS:
+            for key in COMPOSED_FIELDS:
                 setattr(result, key, getattr(composed, key))
             result.choices = len(composed.choices) if composed.choices else 0
             result.choice_texts = composed.choices.texts if composed.choices else ()
@@ -341,58 +333,6 @@ class Assistant:
         """The model is loaded only when something calls it: the answer, the strategy (as it
         declares), or the resolution of a follow-up."""
         return answer or get_strategy(strategy).needs_llm or (conversation is not None and conversation.uses_llm)
-
-
-# what an Answer takes over from the composed answer as it is
-_COMPOSED_FIELDS = ("evidence", "shape", "mode", "span", "span_sentence", "abstained", "abstain_reason",
-                    "unsupported", "evidence_ms", "first_token_ms")
-
-
-@dataclass(frozen=True)
-class _AnswerRequest:
-    """How the caller wants the answer (Assistant.ask's arguments)."""
-
-    answer: bool
-    mode: str | None
-    short: bool
-    on_token: Callable[[str], None] | None
-
-
-@dataclass
-class _Asked:
-    """One question in flight: its log id, the events it sent and the model calls it made."""
-
-    question: str
-    choice: Resolution
-    query_id: int | None
-    rejected: bool  # its last answer was marked wrong: full retrieval, memory not read
-    started: float  # perf_counter when it was asked
-    on_event: EventSink | None
-    calls: list[LLMCallRecord] = field(default_factory=list)
-    events: list[AskEvent] = field(default_factory=list)
-
-    @property
-    def strategy(self) -> str:
-        return self.choice.strategy
-
-    def elapsed_ms(self) -> float:
-        return (time.perf_counter() - self.started) * 1000
-
-    def emit(self, event: AskEvent) -> None:
-        self.events.append(event)
-        if self.on_event is not None:
-            self.on_event(event)
-
-
-@dataclass(frozen=True)
-class _Turn:
-    """What one question's retrieval and answer produced."""
-
-    resolution: "Resolved | None"
-    query: str  # what retrieval searched for
-    retrieval: Retrieval
-    retrieve_ms: float
-    composed: Composed | None
 
 
 def memory_notes(trace: Trace) -> list[str]:
