@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from scripted_llm import ScriptedLLM
 
+import localrag.embed
 from localrag.api import Assistant, Index
-from localrag.config import LLMSettings, Settings
+from localrag.cli import main
+from localrag.config import ConfigError, LLMSettings, Settings
 from localrag.kg.extract import ExtractorOptions, extract_passage
 from localrag.kg.extractors import EXTRACTORS
-from localrag.llm.base import BuiltLLM
+from localrag.llm.base import BuiltLLM, LLMError
 from localrag.llm.factory import BACKENDS, backend_for, make_llm
 from localrag.registry import Registry, UnknownPlugin
 from localrag.retrieve import get_strategy, strategy_names
@@ -96,20 +98,29 @@ def test_builtin_backends_and_extractors():
     assert not ExtractorOptions("rules").uses_llm and ExtractorOptions("llm+rules").uses_llm
 
 
-@pytest.mark.parametrize("lookup, kind, choices", [
-    (lambda: get_strategy("nope"), "strategy", "dense, graph, hybrid, lexical, neuropath, ppr, remind"),
-    (lambda: make_llm(LLMSettings(backend="nope")), "LLM backend", "llamacpp, openai"),
-])
-def test_an_unknown_name_is_a_one_line_error_listing_the_choices(lookup, kind, choices):
+def test_an_unknown_name_is_a_one_line_error_listing_the_choices():
     with pytest.raises(UnknownPlugin) as err:
-        lookup()
-    assert str(err.value) == f"unknown {kind} 'nope'; choose one of: {choices}"
-
-
-def test_an_unknown_extractor_is_refused_when_the_options_are_made():
-    with pytest.raises(ValueError) as err:
+        get_strategy("nope")
+    assert str(err.value) == "unknown strategy 'nope'; choose one of: dense, graph, hybrid, lexical, neuropath, ppr, remind"
+    with pytest.raises(LLMError) as err:  # a setting: shown by the CLI as one line, like any model that cannot load
+        make_llm(LLMSettings(backend="nope"))
+    assert str(err.value) == "llm.backend: unknown LLM backend 'nope'; choose one of: llamacpp, openai"
+    with pytest.raises(ConfigError) as err:
         ExtractorOptions("nope")
     assert str(err.value) == "index.extractor must be one of llm, llm+rules, rules, got 'nope'"
+
+
+def test_an_unknown_backend_in_the_config_is_one_line_on_the_command_line(tmp_path: Path, embedder, monkeypatch,
+                                                                          capsys):
+    monkeypatch.setattr(localrag.embed, "_DEFAULT", embedder)  # the CLI in process, with the session's embedder
+    notes = tmp_path / "notes"
+    (notes / ".localrag").mkdir(parents=True)
+    (notes / "a.md").write_text("# A\n\nThe kiln at Quillhaven fires on Tuesdays.\n")
+    (notes / ".localrag" / "config.toml").write_text('[llm]\nbackend = "nope"\n')
+    code = main(["ask", "When does the kiln fire?", "-f", str(notes), "--strategy", "hybrid"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert " ".join(err.split()).endswith("llm.backend: unknown LLM backend 'nope'; choose one of: llamacpp, openai")
 
 
 def test_a_registry_loads_a_builtin_only_when_asked():

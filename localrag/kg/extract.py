@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from localrag.config import IndexSettings
+from localrag.config import ConfigError, IndexSettings
 from localrag.kg.extractors import EXTRACTORS
 from localrag.kg.grounding import Grounded, ground, raw_triples
 from localrag.kg.normalise import normalise_phrase
@@ -39,7 +39,7 @@ class ExtractorOptions:
 
     def __post_init__(self) -> None:
         if self.extractor not in EXTRACTORS.names():  # "auto" is resolved by the builder
-            raise ValueError(f"index.extractor must be one of {', '.join(EXTRACTORS.names())}, got {self.extractor!r}")
+            raise ConfigError(f"index.extractor must be one of {', '.join(EXTRACTORS.names())}, got {self.extractor!r}")
 
     @classmethod
     def from_settings(cls, s: IndexSettings, extractor: str | None = None) -> "ExtractorOptions":

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from localrag.config import LLMSettings
-from localrag.llm.base import BuiltLLM
-from localrag.registry import Registry
+from localrag.llm.base import BuiltLLM, LLMError
+from localrag.registry import Registry, UnknownPlugin
 
 Backend = Callable[[LLMSettings, str], BuiltLLM]
 
@@ -45,4 +45,8 @@ def backend_for(settings: LLMSettings, role: str = "main") -> tuple[str, str]:
 def make_llm(settings: LLMSettings, role: str = "main") -> BuiltLLM:
     """(backend, where it came from) for ``role`` ("main" answers and tracking, "index" extraction)."""
     name, model = backend_for(settings, role)
-    return BACKENDS.get(name)(settings, model)
+    try:
+        backend = BACKENDS.get(name)
+    except UnknownPlugin as exc:  # a setting the user wrote: an LLMError is shown as one line, like other load failures
+        raise LLMError(f"llm.backend: {exc}") from exc
+    return backend(settings, model)
