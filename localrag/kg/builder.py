@@ -25,10 +25,10 @@ from localrag.ingest.chunker import Chunk
 from localrag.kg.extract import Extraction, ExtractorOptions, extract_passage
 from localrag.kg.run import GraphProgress, GraphReport, GraphRun, ServerUnreachable, StepTimes
 from localrag.kg.vault import passage_signals
+from localrag.llm import factory  # called as factory.make_llm: tests replace it there
 from localrag.llm.base import LLMError, RecordingLLM
 from localrag.llm.concurrent import accepts_parallel_calls, server_unreachable
 from localrag.llm.discovery import discover
-from localrag.llm import factory  # called as factory.make_llm: tests replace it there
 from localrag.records import LLMCallRecord, Passage, Triple
 from localrag.store import Store
 from localrag.store.graph import CachedExtraction

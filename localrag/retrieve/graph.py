@@ -160,7 +160,7 @@ def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, floa
 class GraphFusion:
     name = "graph"
     needs_llm = False
-    settings_section = 'graph'
+    settings_section = "graph"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

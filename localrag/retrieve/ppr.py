@@ -91,7 +91,7 @@ def ppr_ranked(ctx: Context, qvec: np.ndarray, pool: list[tuple[int, float]], eg
 class PPR:
     name = "ppr"
     needs_llm = False
-    settings_section = 'graph'
+    settings_section = "graph"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

@@ -23,7 +23,7 @@ from localrag.retrieve.neuropath.tracking import TrackState, track
 class NeuroPath:
     name = "neuropath"
     needs_llm = True
-    settings_section = 'neuropath'
+    settings_section = "neuropath"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

@@ -53,7 +53,7 @@ DEVIATIONS = [
 class Remind:
     name = "remind"
     needs_llm = True
-    settings_section = 'remind'
+    settings_section = "remind"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
