@@ -23,6 +23,10 @@ class UnknownPlugin(ValueError):
     """A name no built-in or installed plugin has; the message lists the choices on one line."""
 
 
+class PluginError(RuntimeError):
+    """An installed plugin's entry point names something that cannot be imported."""
+
+
 class Registry(Generic[T]):
     """``kind`` names what it holds in messages ("strategy"); ``group`` is the entry-point group."""
 
@@ -48,7 +52,7 @@ class Registry(Generic[T]):
         if name in self._refs:
             item = _load_ref(self._refs[name])
         elif name in self._entry_points():
-            item = self._entry_points()[name].load()  # type: ignore[attr-defined]
+            item = self._load_plugin(name)
         else:
             raise UnknownPlugin(f"unknown {self.kind} {name!r}; choose one of: {', '.join(self.names())}")
         self._loaded[name] = item
@@ -59,6 +63,14 @@ class Registry(Generic[T]):
             # a built-in name wins over a plugin that claims it
             self._plugins = {ep.name: ep for ep in metadata.entry_points(group=self.group) if ep.name not in self._refs}
         return self._plugins
+
+    def _load_plugin(self, name: str) -> T:
+        ep = self._entry_points()[name]
+        try:
+            return ep.load()  # type: ignore[attr-defined,no-any-return]
+        except Exception as exc:  # a broken third-party package: say which, in one line
+            raise PluginError(f"the {self.kind} {name!r} ({self.group} entry point {ep.value}) "  # type: ignore[attr-defined]
+                              f"could not be loaded: {type(exc).__name__}: {exc}") from exc
 
     def refresh(self) -> None:
         """Forget what was read from entry points (after installing a plugin in the same process)."""

@@ -18,7 +18,7 @@ from localrag.kg.extract import ExtractorOptions, extract_passage
 from localrag.kg.extractors import EXTRACTORS
 from localrag.llm.base import BuiltLLM, LLMError
 from localrag.llm.factory import BACKENDS, backend_for, make_llm
-from localrag.registry import Registry, UnknownPlugin
+from localrag.registry import PluginError, Registry, UnknownPlugin
 from localrag.retrieve import get_strategy, strategy_names
 from localrag.retrieve.base import STRATEGIES
 
@@ -55,6 +55,8 @@ def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         "localrag.strategies": [importlib.metadata.EntryPoint("first", "localrag_test_plugin:FirstPassages",
                                                               "localrag.strategies"),
                                 importlib.metadata.EntryPoint("dense", "localrag_test_plugin:FirstPassages",
+                                                              "localrag.strategies"),
+                                importlib.metadata.EntryPoint("broken", "localrag_test_plugin_gone:Nothing",
                                                               "localrag.strategies")],
         "localrag.extractors": [importlib.metadata.EntryPoint("shout", "localrag_test_plugin:Shouting",
                                                               "localrag.extractors")],
@@ -138,6 +140,10 @@ def test_plugins_are_found_through_entry_points(plugin_module):
     ex = extract_passage("Herons nest here.", "Marsh", ExtractorOptions("shout"))
     assert not ExtractorOptions("shout").uses_llm
     assert [(t.head, t.relation, t.tail) for t in ex.triples] == [("MARSH", "says", "Herons")]
+    with pytest.raises(PluginError) as err:
+        get_strategy("broken")
+    assert str(err.value) == ("the strategy 'broken' (localrag.strategies entry point localrag_test_plugin_gone:Nothing) "
+                              "could not be loaded: ModuleNotFoundError: No module named 'localrag_test_plugin_gone'")
 
 
 class _CountingBackend:
