@@ -41,6 +41,10 @@ class Registry(Generic[T]):
         """Register ``item`` under ``name`` at run time (tests, embedding applications)."""
         self._added[name] = item
 
+    def remove(self, name: str) -> None:
+        """Undo ``add`` (a no-op for a name it did not add)."""
+        self._added.pop(name, None)
+
     def names(self) -> list[str]:
         return sorted(set(self._refs) | set(self._added) | set(self._entry_points()))
 

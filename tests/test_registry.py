@@ -131,6 +131,8 @@ def test_a_registry_loads_a_builtin_only_when_asked():
     assert registry.get("path") is __import__("pathlib").PurePosixPath
     registry.add("extra", int)
     assert registry.names() == ["extra", "path"] and registry.get("extra") is int
+    registry.remove("extra")
+    assert registry.names() == ["path"]
 
 
 def test_plugins_are_found_through_entry_points(plugin_module):

@@ -81,7 +81,12 @@ STRATEGIES: Registry[Callable[[], Strategy]] = Registry("strategy", "localrag.st
 
 
 def register(name: str, factory: Callable[[], Strategy]) -> None:
+    """A strategy added at run time (tests, an application embedding localrag); plugins use entry points."""
     STRATEGIES.add(name, factory)
+
+
+def unregister(name: str) -> None:
+    STRATEGIES.remove(name)
 
 
 def strategy_names() -> list[str]:
