@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -10,35 +11,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from localrag.answer import EMPTY_ANSWER, Answer
-from localrag.answer.events import AnswerDone, AskEvent, EventSink, Retrieved, RetrievalStarted, from_trace_step
-from localrag.answer.flow import compose
+from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_step
+from localrag.answer.flow import Composed, compose
+from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution, Turn
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
-from localrag.llm.base import LLMError, RecordingLLM
+from localrag.kg.builder import GraphBuilder
+from localrag.kg.run import GraphProgress, GraphReport
+from localrag.llm.base import RecordingLLM
+from localrag.llm import factory  # called as factory.make_llm: tests replace it there
+from localrag.llm.model_info import ModelSize, format_params, model_size
 from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
 from localrag.store import Store
+from localrag.store.connection import database_error_message
 from localrag.store.lock import writer_lock
 from localrag.store.vault import PassageFilter
 
 if TYPE_CHECKING:
     from localrag.conversation import Conversation
-    from localrag.kg.run import GraphProgress, GraphReport
     from localrag.store.health import HealthCheck
 
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction
 AUTO_GRAPH_QUEUE_SHARE = 0.1
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """The strategy a question runs with, and why (shown in the TUI header and ``--json``)."""
-
-    strategy: str
-    reason: str
 
 
 class EmptyIndexError(RuntimeError):
@@ -90,8 +88,6 @@ class Index:
         One graph builder per index at a time (LockBusy after ``wait_s``); the fast phase (sync)
         may run alongside it.
         """
-        from localrag.kg.builder import GraphBuilder
-
         db = self.settings.db_path
         with writer_lock(db if str(db) == ":memory:" else Path(str(db) + "-graph"), wait_s=wait_s):
             return GraphBuilder(self.store, self.embedder, self.settings, llm=llm).run(progress, should_stop)
@@ -142,9 +138,7 @@ class Assistant:
     def llm(self) -> RecordingLLM:
         with self._llm_lock:
             if self._llm is None:
-                from localrag.llm.factory import make_llm
-
-                inner, self.model_source = make_llm(self.settings.llm)
+                inner, self.model_source = factory.make_llm(self.settings.llm)
                 self._llm = RecordingLLM(inner)
                 self._llm.sinks.append(self._log_call)
             return self._llm
@@ -178,8 +172,6 @@ class Assistant:
         name = name or self.settings.strategy
         if name != "auto":
             return Resolution(name, "chosen" if name == (self.settings.strategy or "auto") else "asked for")
-        from localrag.llm.model_info import format_params
-
         size = self.model_size()
         floor = format_params(self.settings.auto_min_params)
         if not size.known:
@@ -198,8 +190,6 @@ class Assistant:
 
     def model_size(self):
         """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""
-        from localrag.llm.model_info import ModelSize, model_size
-
         inner = self._llm.inner if self._llm is not None else None
         if inner is not None and callable(getattr(inner, "model_size", None)):
             return inner.model_size()
@@ -234,74 +224,93 @@ class Assistant:
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
-        choice = self.resolve(strategy)
-        name = choice.strategy
-        calls: list[LLMCallRecord] = []
-        events: list[AskEvent] = []
-        qid = self._log_query(lambda: self.index.store.calls.start_query(question, name))
-        self._current.query_id = qid
-        rejected = self._log_query(lambda: self.index.store.memory.verdict_for(question)) == "wrong"
-        started = time.perf_counter()
-        memory = self.index.store.memory
-
-        def emit(event: AskEvent) -> None:
-            events.append(event)
-            if on_event is not None:
-                on_event(event)
-
-        def on_step(strategy_name: str, step: str, data: dict) -> None:
-            emit(from_trace_step(strategy_name, step, data, time.perf_counter() - started,
-                                 self.settings.neuropath.max_hop))
-
-        composed = None
+        asked = self._open_question(question, self.resolve(strategy), on_event)
         try:
-            needs_llm = self._needs_llm(name, answer) or (conversation is not None and conversation.uses_llm)
-            scope = self.llm().scoped(calls.append) if needs_llm else _null()
-            with scope, memory.attributed(qid), observe_steps(on_step):
-                emit(RetrievalStarted(elapsed_s=0.0, strategy=name))
-                resolution = conversation.resolve(question, self.llm) if conversation is not None else None
-                query = resolution.query if resolution is not None else question
-                retrieval = self.retrieve(query, name, k, where, read_memory=not rejected)
-                retrieve_ms = (time.perf_counter() - started) * 1000
-                emit(Retrieved(elapsed_s=retrieve_ms / 1000, passages=len(retrieval.passages)))
-                if answer:
-                    composed = compose(
-                        self.llm, self.index.embedder, question_with_resolution(question, query), retrieval,
-                        self.settings.answer, n_passages=self.settings.neuropath.answer_passages,
-                        max_tokens=self.settings.llm.answer_max_tokens, since=started, emit=emit,
-                        mode=mode or ("free" if short else None), short_prompt=short, on_token=on_token,
-                        history=conversation.prompt_history() if conversation is not None else (),
-                    )
-                    # an abstention learns nothing: memory is written only for an answer that stands
-                    if retrieval.on_answer is not None and composed.text and not composed.abstained:
-                        retrieval.on_answer([c.passage.id for c in composed.citations if c.cited])
+            turn = self._run_turn(asked, conversation, k, where, AnswerRequest(answer, mode, short, on_token))
         except BaseException:
-            self._forget(qid)  # a failed answer teaches memory nothing
+            self._forget(asked.query_id)  # a failed answer teaches memory nothing
             raise
         finally:
             self._current.query_id = None
+        return self._close_question(asked, turn, answer, conversation)
+
+    def _open_question(self, question: str, choice: Resolution, on_event: EventSink | None) -> Asked:
+        """Log the question, and read whether its last answer was marked wrong (then memory is not read)."""
+        qid = self._log_query(lambda: self.index.store.calls.start_query(question, choice.strategy))
+        self._current.query_id = qid
+        rejected = self._log_query(lambda: self.index.store.memory.verdict_for(question)) == "wrong"
+        return Asked(question, choice, qid, rejected, time.perf_counter(), on_event)
+
+    def _run_turn(self, asked: Asked, conversation: "Conversation | None", k: int | None,
+                  where: PassageFilter | None, request: "AnswerRequest") -> Turn:
+        """Resolve a follow-up, retrieve, answer; the model's calls and memory's writes are attributed to the question."""
+        needs_llm = self._needs_llm(asked.strategy, request.answer, conversation)
+        scope = self.llm().scoped(asked.calls.append) if needs_llm else contextlib.nullcontext()
+        with scope, self.index.store.memory.attributed(asked.query_id), observe_steps(self._step_sink(asked)):
+            asked.emit(RetrievalStarted(elapsed_s=0.0, strategy=asked.strategy))
+            resolution = conversation.resolve(asked.question, self.llm) if conversation is not None else None
+            query = resolution.query if resolution is not None else asked.question
+            retrieval = self.retrieve(query, asked.strategy, k, where, read_memory=not asked.rejected)
+            retrieve_ms = asked.elapsed_ms()
+            asked.emit(Retrieved(elapsed_s=retrieve_ms / 1000, passages=len(retrieval.passages)))
+            composed = self._compose(asked, query, retrieval, request, conversation) if request.answer else None
+        return Turn(resolution, query, retrieval, retrieve_ms, composed)
+
+    def _step_sink(self, asked: Asked) -> Callable[[str, str, dict], None]:
+        """Each trace step of the strategy, as an event on the question's sink."""
+        def on_step(strategy_name: str, step: str, data: dict) -> None:
+            asked.emit(from_trace_step(strategy_name, step, data, asked.elapsed_ms() / 1000,
+                                       self.settings.neuropath.max_hop))
+
+        return on_step
+
+    def _compose(self, asked: Asked, query: str, retrieval: Retrieval, request: "AnswerRequest",
+                 conversation: "Conversation | None") -> Composed:
+        """The answer, and what memory learns from its citations."""
+        composed = compose(
+            self.llm, self.index.embedder, question_with_resolution(asked.question, query), retrieval,
+            self.settings.answer, n_passages=self.settings.neuropath.answer_passages,
+            max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
+            mode=request.mode or ("free" if request.short else None), short_prompt=request.short,
+            on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
+        )
+        # an abstention learns nothing: memory is written only for an answer that stands
+        if retrieval.on_answer is not None and composed.text and not composed.abstained:
+            retrieval.on_answer([c.passage.id for c in composed.citations if c.cited])
+        return composed
+
+    def _close_question(self, asked: Asked, turn: Turn, answer: bool,
+                        conversation: "Conversation | None") -> Answer:
+        """Undo memory for a failed answer, send the last event, record the turn and the query log."""
+        composed, retrieval = turn.composed, turn.retrieval
         if answer and (composed is None or composed.abstained or composed.text.strip() in ("", EMPTY_ANSWER)):
-            self._forget(qid)  # an empty reply is a failed answer too; an abstention learns nothing either
-        if rejected:
+            self._forget(asked.query_id)  # an empty reply is a failed answer too; an abstention learns nothing either
+        if asked.rejected:
             retrieval.trace.step("feedback", note="the last answer to this question was marked wrong: memory not read")
-        total_ms = (time.perf_counter() - started) * 1000
-        emit(AnswerDone(elapsed_s=total_ms / 1000, abstained=bool(composed and composed.abstained)))
-        result = Answer(question, composed.text if composed else "", composed.citations if composed else [],
-                        retrieval, name, calls, retrieve_ms, composed.answer_ms if composed else 0.0, qid,
+        total_ms = asked.elapsed_ms()
+        asked.emit(AnswerDone(elapsed_s=total_ms / 1000, abstained=bool(composed and composed.abstained)))
+        result = self._answer_record(asked, turn, total_ms)
+        if conversation is not None and turn.resolution is not None:
+            result.session = conversation.session.label
+            self._log_query(lambda: conversation.record(asked.question, turn.resolution, result))
+        qid = asked.query_id
+        if qid is not None:
+            self._log_query(lambda: self.index.store.calls.finish_query(qid, result.text, result.to_json()["trace"]))
+        return result
+
+    def _answer_record(self, asked: Asked, turn: Turn, total_ms: float) -> Answer:
+        composed, retrieval = turn.composed, turn.retrieval
+        result = Answer(asked.question, composed.text if composed else "", composed.citations if composed else [],
+                        retrieval, asked.strategy, asked.calls, turn.retrieve_ms,
+                        composed.answer_ms if composed else 0.0, asked.query_id,
                         notes=memory_notes(retrieval.trace) + (composed.notes if composed else []),
-                        resolved_query=query, strategy_reason=choice.reason,
-                        evidence_shown=self.settings.answer.evidence_shown, total_ms=total_ms, events=events)
+                        resolved_query=turn.query, strategy_reason=asked.choice.reason,
+                        evidence_shown=self.settings.answer.evidence_shown, total_ms=total_ms, events=asked.events)
         if composed is not None:
-            for key in ("evidence", "shape", "mode", "span", "span_sentence", "abstained", "abstain_reason",
-                        "unsupported", "evidence_ms", "first_token_ms"):
+            for key in COMPOSED_FIELDS:
                 setattr(result, key, getattr(composed, key))
             result.choices = len(composed.choices) if composed.choices else 0
             result.choice_texts = composed.choices.texts if composed.choices else ()
-        if conversation is not None and resolution is not None:
-            result.session = conversation.session.label
-            self._log_query(lambda: conversation.record(question, resolution, result))
-        if qid is not None:
-            self._log_query(lambda: self.index.store.calls.finish_query(qid, result.text, result.to_json()["trace"]))
         return result
 
     def _forget(self, qid: int | None) -> None:
@@ -315,22 +324,15 @@ class Assistant:
         try:
             return write()
         except Exception as exc:
-            from localrag.store.connection import database_error_message
-
             if database_error_message(exc) is None:
                 raise
             return None
 
-    def _needs_llm(self, strategy: str, answer: bool) -> bool:
-        return answer or strategy not in {"dense", "lexical", "hybrid", "ppr", "graph"}
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+    @staticmethod
+    def _needs_llm(strategy: str, answer: bool, conversation: "Conversation | None") -> bool:
+        """The model is loaded only when something calls it: the answer, the strategy (as it
+        declares), or the resolution of a follow-up."""
+        return answer or get_strategy(strategy).needs_llm or (conversation is not None and conversation.uses_llm)
 
 
 def memory_notes(trace: Trace) -> list[str]:

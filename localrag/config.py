@@ -64,6 +64,9 @@ class LLMSettings:
     answer_max_tokens: int = 384
     json_max_tokens: int = 1024
     url: str = ""  # OpenAI-compatible server base URL; empty = in-process llama.cpp
+    # a name in the backend registry (llm/factory.py: "llamacpp", "openai", or a plugin's);
+    # empty = the server when url is set, else llama.cpp
+    backend: str = ""
     url_model: str = ""
     api_key_env: str = "LOCALRAG_API_KEY"
     timeout_s: float = 120.0

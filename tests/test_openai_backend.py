@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from served_helpers import ServerProcess, free_port, llm_settings
 
-from localrag.answer import generate, strip_invalid_citations
-from localrag.config import ConfigError, LLMSettings, load_settings
+from localrag.answer import strip_invalid_citations
+from localrag.answer.flow import compose
+from localrag.config import AnswerSettings, ConfigError, LLMSettings, load_settings
 from localrag.llm.base import LLMError, RecordingLLM
 from localrag.llm.concurrent import in_flight
 from localrag.llm.factory import make_llm
@@ -201,7 +202,7 @@ def test_a_stream_cut_short_by_the_server_is_an_error_not_a_short_answer(served:
     assert pieces and other and other[0].text is not None  # the other request was served normally
 
 
-def test_answer_path_through_the_server(served: ServerProcess):
+def test_answer_path_through_the_server(served: ServerProcess, embedder):
     llm = RecordingLLM(OpenAICompatLLM(llm_settings(served.url)))
     calls = []
     llm.sinks.append(calls.append)
@@ -210,8 +211,11 @@ def test_answer_path_through_the_server(served: ServerProcess):
     retrieval = Retrieval("When does the harbour office open?",
                           [ScoredPassage(p, 1.0 / (i + 1), "dense") for i, p in enumerate(passages)], Trace("dense"))
     streamed: list[str] = []
-    text, citations, ms = generate(llm, retrieval.query, retrieval, 2, max_tokens=48, on_token=streamed.append)
-    assert text.strip() and ms > 0
+    answer = compose(lambda: llm, embedder, retrieval.query, retrieval, AnswerSettings(mode="free"), n_passages=2,
+                     max_tokens=48, since=time.perf_counter(), emit=lambda event: None,
+                     on_token=streamed.append)
+    text, citations = answer.text, answer.citations
+    assert text.strip() and answer.answer_ms > 0
     assert streamed and strip_invalid_citations("".join(streamed).strip(), 2) == text
     assert sorted(c.number for c in citations) == [1, 2]
     assert [c.phase for c in calls] == ["answer"] and calls[0].completion_tokens > 0

@@ -9,7 +9,7 @@ import pytest
 from localrag.api import Assistant, Index
 from localrag.records import Retrieval
 from localrag.retrieve import get_strategy, strategy_names
-from localrag.retrieve.hybrid import rrf
+from localrag.retrieve.fusion import rrf
 from localrag.store.lexical import fts_query
 
 from conftest import EXAMPLES

@@ -46,10 +46,9 @@ def fixed_trace_strategy():
                        requirement="", **{"continue": 0})
             return Retrieval(query, found.passages, trace)
 
-    strategies.strategy_names()  # load the built-ins first: the registry loads them only when empty
     strategies.register("fixed-trace", FixedTrace)
     yield "fixed-trace"
-    strategies._REGISTRY.pop("fixed-trace", None)
+    strategies.unregister("fixed-trace")
 
 
 def test_main_screen_after_an_answer(tui_app, snap_compare) -> None:

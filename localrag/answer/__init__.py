@@ -1,22 +1,18 @@
 """Grounded answers: evidence sentences first, then the LLM's answer citing passages as [1], [2] …
 
-``flow.compose`` makes an answer (evidence, question shape, a grammar-constrained short
-span or free text, abstention); this module holds the Answer record and the checks every
+``flow.compose`` is the one answer path (evidence, question shape, a grammar-constrained
+short span or free text, abstention) for the CLI, the TUI, the MCP server and the bench;
+this module holds the Answer record and the checks every
 model reply goes through (citations, repeats, prompt markup).
 """
 
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from typing import Sequence
-
-from localrag.llm.base import LLM, Message, TokenSink
-from localrag.llm.prompts import PromptPassage, answer_messages
-from localrag.llm.prompts_chat import with_history
+from localrag.llm.prompts import PromptPassage
 from localrag.records import LLMCallRecord, Passage, Retrieval
 
 if TYPE_CHECKING:
@@ -251,31 +247,3 @@ def checked_reply(text: str, finish_reason: str, max_tokens: int, limit: int) ->
         notes.append("answer: the model's reply was empty")
         text = EMPTY_ANSWER
     return text, notes
-
-
-@dataclass
-class Generated:
-    text: str
-    citations: list[Citation]
-    ms: float
-    notes: list[str] = field(default_factory=list)
-
-
-def generate_answer(llm: LLM, question: str, retrieval: Retrieval, n_passages: int, *, max_tokens: int,
-                    short: bool = False, on_token: TokenSink | None = None,
-                    history: Sequence[Message] = ()) -> Generated:
-    """``history``: earlier turns of a conversation (llm/prompts_chat.py), placed before the passages."""
-    given = prompt_passages(retrieval, n_passages)
-    started = time.perf_counter()
-    messages = with_history(answer_messages(question, given, short=short), history)
-    reply = llm.chat(messages, max_tokens=max_tokens, phase="answer", on_token=on_token)
-    text, notes = checked_reply(reply.text, reply.finish_reason, max_tokens, len(given))
-    passages = [sp.passage for sp in retrieval.passages[:n_passages]]
-    citations = build_citations("" if text == EMPTY_ANSWER else text, passages)
-    return Generated(text, citations, (time.perf_counter() - started) * 1000, notes)
-
-
-def generate(llm: LLM, question: str, retrieval: Retrieval, n_passages: int, *, max_tokens: int,
-             short: bool = False, on_token: TokenSink | None = None) -> tuple[str, list[Citation], float]:
-    g = generate_answer(llm, question, retrieval, n_passages, max_tokens=max_tokens, short=short, on_token=on_token)
-    return g.text, g.citations, g.ms

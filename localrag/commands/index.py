@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from localrag.commands.common import add_folder, console, err_console, settings_from
+from localrag.kg.extractors import EXTRACTORS
 from localrag.store.lock import LockBusy
 
 
@@ -17,7 +18,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        "knowledge graph from the extraction queue (slow, resumable).")
     add_folder(p, required=True)
     p.add_argument("--no-graph", action="store_true", help="only the fast phase (dense and lexical search)")
-    p.add_argument("--extractor", choices=["auto", "llm", "rules", "llm+rules"], help="graph extractor (default from config)")
+    p.add_argument("--extractor", choices=["auto", *EXTRACTORS.names()], help="graph extractor (default from config)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 

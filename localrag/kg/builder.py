@@ -25,8 +25,10 @@ from localrag.ingest.chunker import Chunk
 from localrag.kg.extract import Extraction, ExtractorOptions, extract_passage
 from localrag.kg.run import GraphProgress, GraphReport, GraphRun, ServerUnreachable, StepTimes
 from localrag.kg.vault import passage_signals
+from localrag.llm import factory  # called as factory.make_llm: tests replace it there
 from localrag.llm.base import LLMError, RecordingLLM
 from localrag.llm.concurrent import accepts_parallel_calls, server_unreachable
+from localrag.llm.discovery import discover
 from localrag.records import LLMCallRecord, Passage, Triple
 from localrag.store import Store
 from localrag.store.graph import CachedExtraction
@@ -48,8 +50,6 @@ def resolve_extractor(settings: Settings, given_llm: bool = False) -> tuple[str,
         return chosen, "configured"
     if given_llm or settings.llm.url:
         return "llm+rules", "auto: a model was given"
-    from localrag.llm.discovery import discover
-
     try:
         choice = discover(settings.llm.index_model or settings.llm.model)
     except LLMError:
@@ -95,9 +95,7 @@ class GraphBuilder:
     def llm(self) -> RecordingLLM:
         """Loaded on first need: a re-run served entirely from the cache never loads a model."""
         if self._llm is None:
-            from localrag.llm.factory import make_llm
-
-            inner, _source = make_llm(self.settings.llm, role="index")
+            inner, _source = factory.make_llm(self.settings.llm, role="index")
             self._llm = RecordingLLM(inner, [self._log_call])
         return self._llm
 
@@ -105,8 +103,6 @@ class GraphBuilder:
         """The extraction cache's model key, known without loading a local model."""
         if not self._model_key:
             if self._llm is None and not self.settings.llm.url:
-                from localrag.llm.discovery import discover
-
                 self._model_key = discover(self.settings.llm.index_model or self.settings.llm.model).path.stem
             else:
                 self._model_key = self.llm().model_id

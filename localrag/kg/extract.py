@@ -10,19 +10,20 @@ asks the model again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from localrag.config import IndexSettings
+from localrag.config import ConfigError, IndexSettings
+from localrag.kg.extractors import EXTRACTORS
 from localrag.kg.grounding import Grounded, ground, raw_triples
 from localrag.kg.normalise import normalise_phrase
 from localrag.kg.rules import rules_triples
 from localrag.kg.spans import clean_markup, find_spans
+from localrag.llm.base import LLM
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_kg import kg_messages, kg_schema, prompt_version
 from localrag.records import Triple
 from localrag.store.graph import CUT_AT
 
-EXTRACTORS = ("llm", "rules", "llm+rules")  # "auto" is resolved by the builder
 MIN_SPANS_FOR_GRAMMAR = 2  # with fewer candidates an enum grammar can only produce head == tail
 
 
@@ -37,8 +38,8 @@ class ExtractorOptions:
     retries: int = 1  # repair retries after an invalid reply
 
     def __post_init__(self) -> None:
-        if self.extractor not in EXTRACTORS:
-            raise ValueError(f"index.extractor must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
+        if self.extractor not in EXTRACTORS.names():  # "auto" is resolved by the builder
+            raise ConfigError(f"index.extractor must be one of {', '.join(EXTRACTORS.names())}, got {self.extractor!r}")
 
     @classmethod
     def from_settings(cls, s: IndexSettings, extractor: str | None = None) -> "ExtractorOptions":
@@ -47,7 +48,7 @@ class ExtractorOptions:
 
     @property
     def uses_llm(self) -> bool:
-        return self.extractor != "rules"
+        return EXTRACTORS.get(self.extractor).needs_llm
 
     def prompt_version(self) -> str:
         return prompt_version("spans" if self.constrain else "free", self.max_triples) + ("" if self.grounded else ":ungrounded")
@@ -91,38 +92,76 @@ def _grounded(data: Any, text: str, opts: ExtractorOptions) -> tuple[Grounded | 
     return g, ""
 
 
-def extract_passage(text: str, title: str, opts: ExtractorOptions, llm=None, cached: dict | None = None) -> Extraction:
-    """Triples of one passage. ``llm`` is needed unless the extractor is "rules" or ``cached`` is given."""
+class Extractor(Protocol):
+    """A graph extractor of the registry (kg/extractors.py): triples of one non-empty passage."""
+
+    name: str
+    needs_llm: bool  # False: the builder never loads a model for it
+
+    def extract(self, text: str, title: str, opts: ExtractorOptions, llm: LLM | None,
+                cached: dict | None) -> Extraction: ...
+
+
+def extract_passage(text: str, title: str, opts: ExtractorOptions, llm: LLM | None = None,
+                    cached: dict | None = None) -> Extraction:
+    """Triples of one passage. ``llm`` is needed unless the extractor needs none or ``cached`` is given."""
     if not normalise_phrase(text):
         return Extraction([], "empty")
-    if not opts.uses_llm:
+    return EXTRACTORS.get(opts.extractor)().extract(text, title, opts, llm, cached)
+
+
+class RulesExtractor:
+    name = "rules"
+    needs_llm = False
+
+    def extract(self, text: str, title: str, opts: ExtractorOptions, llm: LLM | None,
+                cached: dict | None) -> Extraction:
         return Extraction(rules_triples(text, title, opts.max_triples * 3), "rules")
-    out = Extraction([], "llm")
-    if cached is not None:
-        data, reason = cached.get("data"), cached.get("error", "")
-        out.from_cache = True
-    else:
-        data, reason, cut = _call(text, title, opts, llm, out)
-        out.payload = {"data": data, "error": reason}
-        if cut:  # the budget's fault, not a verdict: cached for this budget only (Graph.cached_extraction)
-            out.payload[CUT_AT] = opts.max_tokens
-    if data is not None:
-        g, why = _grounded(data, text, opts)
-        if g is not None:
-            out.rejected = g.reasons()
-        if not why and g is not None:
-            out.triples = g.accepted
-            return out
-        reason = reason or why
-    out.reason = reason or "the model gave no usable reply"
-    if opts.extractor == "llm+rules":
-        out.triples, out.status = rules_triples(text, title, opts.max_triples * 3), "fallback"
-    else:
+
+
+class LLMExtractor:
+    """A constrained, grounded model call (or its cached reply); an unusable reply is a failure."""
+
+    name = "llm"
+    needs_llm = True
+
+    def extract(self, text: str, title: str, opts: ExtractorOptions, llm: LLM | None,
+                cached: dict | None) -> Extraction:
+        out = Extraction([], "llm")
+        if cached is not None:
+            data, reason = cached.get("data"), cached.get("error", "")
+            out.from_cache = True
+        else:
+            data, reason, cut = _call(text, title, opts, llm, out)
+            out.payload = {"data": data, "error": reason}
+            if cut:  # the budget's fault, not a verdict: cached for this budget only (Graph.cached_extraction)
+                out.payload[CUT_AT] = opts.max_tokens
+        if data is not None:
+            g, why = _grounded(data, text, opts)
+            if g is not None:
+                out.rejected = g.reasons()
+            if not why and g is not None:
+                out.triples = g.accepted
+                return out
+            reason = reason or why
+        out.reason = reason or "the model gave no usable reply"
+        self.fallback(text, title, opts, out)
+        return out
+
+    def fallback(self, text: str, title: str, opts: ExtractorOptions, out: Extraction) -> None:
         out.status = "failed"
-    return out
 
 
-def _call(text: str, title: str, opts: ExtractorOptions, llm, out: Extraction) -> tuple[Any, str, bool]:
+class LLMWithRulesExtractor(LLMExtractor):
+    """The model's triples, and the rules' when its reply is unusable."""
+
+    name = "llm+rules"
+
+    def fallback(self, text: str, title: str, opts: ExtractorOptions, out: Extraction) -> None:
+        out.triples, out.status = rules_triples(text, title, opts.max_triples * 3), "fallback"
+
+
+def _call(text: str, title: str, opts: ExtractorOptions, llm: LLM | None, out: Extraction) -> tuple[Any, str, bool]:
     """(data, why it failed, whether a failed call had a reply cut at max_tokens)."""
     if llm is None:
         raise ValueError("the LLM extractor needs a model")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, TypedDict
+from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypedDict
 
 from localrag.records import LLMCallRecord
 
@@ -55,6 +55,13 @@ class LLM(Protocol):
         on_token: TokenSink | None = None,
         choices: Sequence[str] | None = None,  # the reply must be exactly one of these (grammar / guided)
     ) -> Reply: ...
+
+
+class BuiltLLM(NamedTuple):
+    """What a backend of the registry (llm/factory.py) builds: the model and where it came from."""
+
+    llm: LLM
+    source: str  # shown to the user: "bundled: …/SmolLM2.gguf", "server http://… (model …)"
 
 
 CallSink = Callable[[LLMCallRecord], None]

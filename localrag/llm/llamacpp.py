@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Sequence
 
 from localrag.config import LLMSettings
-from localrag.llm.base import LLMError, Message, Reply, TokenSink, Usage
-from localrag.llm.discovery import check_gguf
+from localrag.llm.base import BuiltLLM, LLMError, Message, Reply, TokenSink, Usage
+from localrag.llm.discovery import check_gguf, discover
 from localrag.llm.grammar import choice_grammar
 
 
@@ -122,3 +122,9 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
             break
         n += 1
     return n
+
+
+def backend(settings: LLMSettings, model: str) -> BuiltLLM:
+    """The "llamacpp" entry of the backend registry: ``model`` (or llm.model, or discovery) in process."""
+    choice = discover(model or settings.model)
+    return BuiltLLM(LlamaCppLLM(choice.path, settings), f"{choice.source}: {choice.path}")

@@ -18,7 +18,7 @@ import time
 from typing import Any, Sequence
 
 from localrag.config import LLMSettings
-from localrag.llm.base import LLMError, Message, Reply, TokenSink, Usage
+from localrag.llm.base import BuiltLLM, LLMError, Message, Reply, TokenSink, Usage
 from localrag.llm.grammar import choice_schema
 from localrag.llm.jsoncall import parse_json
 from localrag.llm.prompts_served import with_schema_instruction
@@ -222,3 +222,9 @@ class OpenAICompatLLM:
                 self._stream_usage = False
                 return self.http.with_retries(attempt, fatal=fatal, can_retry=lambda: not emitted)
             raise
+
+
+def backend(settings: LLMSettings, model: str) -> BuiltLLM:
+    """The "openai" entry of the backend registry: ``model`` (or llm.url_model, or the first listed) on llm.url."""
+    llm = OpenAICompatLLM(settings, model=model or settings.url_model)
+    return BuiltLLM(llm, f"server {llm.url.display} (model {model or settings.url_model or 'first listed'})")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
 from localrag.config import Settings
 from localrag.embed import Embedder
+from localrag.llm.base import LLM, RecordingLLM
 from localrag.records import Retrieval, ScoredPassage, Trace
+from localrag.registry import Registry
 from localrag.store import Store
 from localrag.store.vault import PassageFilter
 
@@ -18,7 +21,7 @@ class Context:
     store: Store
     embedder: Embedder
     settings: Settings
-    llm_factory: Callable[[], object] | None = None  # lazily gives a RecordingLLM for LLM-guided strategies
+    llm_factory: Callable[[], LLM] | None = None  # lazily gives a RecordingLLM for LLM-guided strategies
     # tag: / path: filter (retrieve/filters.py): every strategy keeps only the passages it lets through
     filter: PassageFilter | None = None
     _allowed: set[int] | None = field(default=None, init=False, repr=False)
@@ -40,20 +43,16 @@ class Context:
         allowed = self.allowed()
         return list(ids) if allowed is None else [i for i in ids if i in allowed]
 
-    def llm(self):
+    def llm(self) -> LLM:
         if self.llm_factory is None:
             raise RuntimeError("this strategy needs a language model, and none is configured")
         return self.llm_factory()
 
     def traced(self, trace: Trace) -> "Context":
         """The same context whose LLM also records each call in ``trace.calls``."""
-        import dataclasses
-
-        from localrag.llm.base import RecordingLLM
-
         parent = self
 
-        def factory():
+        def factory() -> RecordingLLM:
             inner = parent.llm()
             return RecordingLLM(inner, [trace.calls.append])
 
@@ -61,44 +60,42 @@ class Context:
 
 
 class Strategy(Protocol):
+    """What a strategy declares: its name, whether it calls a model, and the settings section it reads."""
+
     name: str
+    needs_llm: bool  # False: retrieval never calls the model (api.py then loads none unless answering)
+    settings_section: str | None  # the [section] of the config it reads ("neuropath"), None for none
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval: ...
 
 
-_REGISTRY: dict[str, Callable[[], Strategy]] = {}
-_LOADED = False
+STRATEGIES: Registry[Callable[[], Strategy]] = Registry("strategy", "localrag.strategies", {
+    "dense": "localrag.retrieve.dense:Dense",
+    "lexical": "localrag.retrieve.lexical:Lexical",
+    "hybrid": "localrag.retrieve.hybrid:Hybrid",
+    "ppr": "localrag.retrieve.ppr:PPR",
+    "graph": "localrag.retrieve.graph:GraphFusion",
+    "neuropath": "localrag.retrieve.neuropath.strategy:NeuroPath",
+    "remind": "localrag.retrieve.remind.strategy:Remind",
+})
 
 
 def register(name: str, factory: Callable[[], Strategy]) -> None:
-    _REGISTRY[name] = factory
+    """A strategy added at run time (tests, an application embedding localrag); plugins use entry points."""
+    STRATEGIES.add(name, factory)
 
 
-def _load_builtin() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    from localrag.retrieve import dense, hybrid, lexical  # noqa: F401  (they register themselves)
-
-    for optional in ("localrag.retrieve.ppr", "localrag.retrieve.graph", "localrag.retrieve.neuropath", "localrag.retrieve.remind"):
-        try:
-            __import__(optional)
-        except ModuleNotFoundError as exc:
-            if exc.name != optional:
-                raise
+def unregister(name: str) -> None:
+    STRATEGIES.remove(name)
 
 
 def strategy_names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return STRATEGIES.names()
 
 
 def get_strategy(name: str) -> Strategy:
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown strategy {name!r}; choose one of: {', '.join(strategy_names())}")
-    return _REGISTRY[name]()
+    """A new instance of the strategy ``name`` (UnknownPlugin, a ValueError, lists the choices)."""
+    return STRATEGIES.get(name)()
 
 
 def scored(ctx: Context, ranked: list[tuple[int, float]], source: str) -> list[ScoredPassage]:

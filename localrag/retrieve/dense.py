@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 
 
 def dense_ranked(ctx: Context, text: str, k: int) -> list[tuple[int, float]]:
@@ -13,6 +13,8 @@ def dense_ranked(ctx: Context, text: str, k: int) -> list[tuple[int, float]]:
 
 class Dense:
     name = "dense"
+    needs_llm = False
+    settings_section = None
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -20,6 +22,3 @@ class Dense:
             ranked = dense_ranked(ctx, query, k)
             trace.step("knn", k=k, hits=len(ranked))
             return Retrieval(query, scored(ctx, ranked, "dense"), trace)
-
-
-register("dense", Dense)

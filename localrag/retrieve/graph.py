@@ -22,21 +22,18 @@ question's "dendron", "note", "vault") barely moves the dense and lexical order.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
-from localrag.retrieve.hybrid import rrf
+from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf
 from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds
 
-Ranking = list[tuple[int, float]]
-
-# the BM25 search runs beside the query embedding and the vector search (see hybrid.py)
-_LEXICAL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localrag-graph-bm25")
+# the BM25 search runs beside the query embedding, the vector search and the walk
+_LEXICAL = LexicalBeside("localrag-graph-bm25")
 
 
 @dataclass(frozen=True)
@@ -136,7 +133,7 @@ def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, floa
     """The fused ranking and what went into it (for the trace)."""
     cfg = ctx.settings.graph
     pool = max(ctx.settings.hybrid_pool, k)
-    lexical_future = _LEXICAL.submit(ctx.store.lexical.search, query, pool, side=True)
+    lexical_future = _LEXICAL.search(ctx, query, pool)  # unfiltered: scored() applies a filter after fusion
     qvec = ctx.embedder.encode_one(query)
     dense = dense_ranked(ctx, query, pool)
     w = walk(ctx, query, qvec, extra_restart)
@@ -162,6 +159,8 @@ def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, floa
 
 class GraphFusion:
     name = "graph"
+    needs_llm = False
+    settings_section = "graph"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -169,6 +168,3 @@ class GraphFusion:
             ranked, info = graph_ranked(ctx, query, k)
             trace.step("fusion", **info)
             return Retrieval(query, scored(ctx, ranked, "graph"), trace)
-
-
-register("graph", GraphFusion)

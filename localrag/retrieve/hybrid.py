@@ -8,35 +8,18 @@ retrievers. docs/benchmarks.md has the sweep on the three dev sets.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf  # rrf is imported from here by older callers too
 
-# The BM25 search runs on this thread while the query is embedded and the vectors searched:
-# torch, numpy and SQLite all release the GIL, so hybrid costs about max(dense, lexical)
-# instead of their sum (41 -> see docs/benchmarks.md "Scale" at 100k passages).
-# Retrieval never runs inside a store transaction, so the worker can always take the store lock.
-_LEXICAL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localrag-bm25")
-
-RRF_K = 60  # the generic default of rrf() (other fusions, e.g. NeuroPath's path + completion merge)
+_LEXICAL = LexicalBeside("localrag-bm25")
 
 
-def rrf(rankings: list[list[tuple[int, float]]], k: int, weights: list[float] | None = None,
-        rrf_k: int = RRF_K) -> list[tuple[int, float]]:
-    weights = weights or [1.0] * len(rankings)
-    fused: dict[int, float] = {}
-    for ranking, w in zip(rankings, weights):
-        for rank, (pid, _) in enumerate(ranking):
-            fused[pid] = fused.get(pid, 0.0) + w / (rrf_k + rank + 1)
-    return sorted(fused.items(), key=lambda t: (-t[1], t[0]))[:k]
-
-
-def hybrid_ranked(ctx: Context, query: str, k: int) -> tuple[list[tuple[int, float]], dict]:
+def hybrid_ranked(ctx: Context, query: str, k: int) -> tuple[Ranking, dict]:
     pool = max(ctx.settings.hybrid_pool, k)
     rrf_k = ctx.settings.hybrid_rrf_k
-    lexical_future = _LEXICAL.submit(ctx.store.lexical.search, query, pool, side=True, only=ctx.allowed())
+    lexical_future = _LEXICAL.search(ctx, query, pool, only=ctx.allowed())
     dense = dense_ranked(ctx, query, pool)
     lexical = lexical_future.result()
     return rrf([dense, lexical], k, rrf_k=rrf_k), {"dense_hits": len(dense), "lexical_hits": len(lexical), "rrf_k": rrf_k}
@@ -44,6 +27,8 @@ def hybrid_ranked(ctx: Context, query: str, k: int) -> tuple[list[tuple[int, flo
 
 class Hybrid:
     name = "hybrid"
+    needs_llm = False
+    settings_section = None
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -51,6 +36,3 @@ class Hybrid:
             ranked, info = hybrid_ranked(ctx, query, k)
             trace.step("rrf", **info)
             return Retrieval(query, scored(ctx, ranked, "hybrid"), trace)
-
-
-register("hybrid", Hybrid)

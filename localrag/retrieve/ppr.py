@@ -18,7 +18,7 @@ import numpy as np
 from localrag.kg.entity_graph import EntityGraph, entity_graph
 from localrag.kg.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.store import Store
 
@@ -90,6 +90,8 @@ def ppr_ranked(ctx: Context, qvec: np.ndarray, pool: list[tuple[int, float]], eg
 
 class PPR:
     name = "ppr"
+    needs_llm = False
+    settings_section = "graph"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -122,6 +124,3 @@ class PPR:
         seen = {pid for pid, _ in with_mass}
         rest = [(pid, 0.0) for pid, _ in pool if pid not in seen]
         return (with_mass + rest)[:k]
-
-
-register("ppr", PPR)

@@ -10,7 +10,7 @@ trace says so.
 from __future__ import annotations
 
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.neuropath.completion import complete
@@ -22,6 +22,8 @@ from localrag.retrieve.neuropath.tracking import TrackState, track
 
 class NeuroPath:
     name = "neuropath"
+    needs_llm = True
+    settings_section = "neuropath"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -59,6 +61,3 @@ class NeuroPath:
         if mem.enabled and state.unusable and not skip:
             retrieval.on_answer = lambda cited: learn_from_answer(ctx, query, qvec, state.valid, cited, trace)
         return retrieval
-
-
-register("neuropath", NeuroPath)

@@ -36,7 +36,7 @@ from localrag.retrieve.remind.graph import ENTITY, PASSAGE, Node, RemindGraph, e
 from localrag.retrieve.remind.walk import Walk, WalkState
 from localrag.llm.prompts_remind import render_chunks
 from localrag.records import Retrieval, Trace
-from localrag.retrieve.base import Context, Timer, register, scored
+from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import rrf
@@ -52,6 +52,8 @@ DEVIATIONS = [
 
 class Remind:
     name = "remind"
+    needs_llm = True
+    settings_section = "remind"
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
@@ -183,6 +185,3 @@ def _config(s: Settings) -> dict:
     return {"alpha": m.alpha, "lam": m.lam, "penalty": m.penalty, "memory": m.enabled, "max_jumps": r.max_jumps,
             "max_llm_calls": r.max_llm_calls, "max_iterations": r.max_iterations or 2 * r.max_jumps,
             "zero_jump": r.zero_jump, "deviations": DEVIATIONS}
-
-
-register("remind", Remind)

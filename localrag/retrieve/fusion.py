@@ -1,0 +1,37 @@
+"""Fusing rankings, shared by hybrid, graph, NeuroPath and ReMindRAG: weighted reciprocal rank,
+and the BM25 search that runs on its own thread beside the dense search it is fused with."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Collection
+
+from localrag.retrieve.base import Context
+
+Ranking = list[tuple[int, float]]  # (passage id, score), best first
+
+RRF_K = 60  # the generic default of rrf() (other fusions, e.g. NeuroPath's path + completion merge)
+
+
+def rrf(rankings: list[Ranking], k: int, weights: list[float] | None = None, rrf_k: int = RRF_K) -> Ranking:
+    """The ``k`` best by weighted reciprocal rank; equal scores by passage id."""
+    weights = weights or [1.0] * len(rankings)
+    fused: dict[int, float] = {}
+    for ranking, w in zip(rankings, weights):
+        for rank, (pid, _) in enumerate(ranking):
+            fused[pid] = fused.get(pid, 0.0) + w / (rrf_k + rank + 1)
+    return sorted(fused.items(), key=lambda t: (-t[1], t[0]))[:k]
+
+
+class LexicalBeside:
+    """The BM25 search on a thread of its own while the caller embeds the query and searches
+    the vectors: torch, numpy and SQLite all release the GIL, so a fusion costs about
+    max(dense, lexical) instead of their sum (docs/benchmarks.md "Scale" at 100k passages).
+    Retrieval never runs inside a store transaction, so the worker can always take the store lock.
+    One worker per fusion (hybrid's, graph's), so one never waits behind the other's searches."""
+
+    def __init__(self, thread_name: str):
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
+
+    def search(self, ctx: Context, query: str, pool: int, only: Collection[int] | None = None) -> Future[Ranking]:
+        return self._worker.submit(ctx.store.lexical.search, query, pool, side=True, only=only)
