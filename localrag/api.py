@@ -67,7 +67,7 @@ class Index:
         self.settings = settings
         self.embedder = embedder or default_embedder()
         self.store = Store(settings.db_path, dim=self.embedder.dim, embedder_id=self.embedder.id, readonly=readonly)
-        self.store.graph.configure_coref(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
+        self.store.graph.coref.configure(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
 
     @property
     def folder(self) -> Path:
@@ -217,7 +217,7 @@ class Assistant:
             )
         retrieval = get_strategy(name).retrieve(self.context(where, read_memory), question, k or max(self.settings.top_k, 10))
         if self.settings.index.queue_asked_first:  # the graph grows where the user asks first
-            self._log_query(lambda: self.index.store.graph.prioritise([sp.passage.id for sp in retrieval.passages]))
+            self._log_query(lambda: self.index.store.graph.queue.prioritise([sp.passage.id for sp in retrieval.passages]))
         return retrieval
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, answer: bool = True,

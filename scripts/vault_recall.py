@@ -47,12 +47,12 @@ def vault_counts(index) -> dict:
                     unresolved += not r.resolved
                 if not r.resolved:
                     unresolved_examples[r.link.target] = unresolved_examples.get(r.link.target, 0) + 1
-    facts = store.graph.all_facts()
+    facts = store.graph.facts.all()
     by_relation: dict[str, int] = {}
     for f in facts:
         by_relation[f.relation] = by_relation.get(f.relation, 0) + 1
     origins: dict[str, int] = {}
-    for _, _, origin in store.graph.all_fact_sources():
+    for _, _, origin in store.graph.facts.all_sources():
         origins[origin] = origins.get(origin, 0) + 1
     counts.update(links_resolved=resolved, links_unresolved=unresolved, embeds_resolved=embeds_resolved,
                   embeds_unresolved=embeds_unresolved, link_facts=by_relation.get("links to", 0),

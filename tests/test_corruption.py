@@ -87,14 +87,14 @@ def _damage_page(db: Path, page: int, page_size: int, seed: int = 0) -> None:
 
 def _snapshot(idx: Index) -> dict:
     g = idx.store.graph
-    names = g.all_entities()
+    names = g.entities.all()
     passages = {p: (path, o) for path in idx.store.docs.all() for p, o in
                 [(x.id, x.ordinal) for x in idx.store.docs.passages_of(path)]}
     return {
         "passages": sorted((x.path, x.ordinal, x.sha256, x.start_line, x.end_line)
                            for path in idx.store.docs.all() for x in idx.store.docs.passages_of(path)),
-        "facts": sorted((f.head_name, f.relation, f.tail_name) for f in g.all_facts()),
-        "mentions": sorted((names[e], passages[p]) for e, p in g.all_mentions()),
+        "facts": sorted((f.head_name, f.relation, f.tail_name) for f in g.facts.all()),
+        "mentions": sorted((names[e], passages[p]) for e, p in g.facts.all_mentions()),
         "extractions": idx.store.one("SELECT COUNT(*) FROM extractions")[0],
     }
 

@@ -20,7 +20,7 @@ from localrag.kg.spans import clean_markup, find_spans
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_kg import kg_messages, kg_schema, prompt_version
 from localrag.records import Triple
-from localrag.store.graph import CUT_AT
+from localrag.store.extractions import CUT_AT
 
 EXTRACTORS = ("llm", "rules", "llm+rules")  # "auto" is resolved by the builder
 MIN_SPANS_FOR_GRAMMAR = 2  # with fewer candidates an enum grammar can only produce head == tail
@@ -104,7 +104,7 @@ def extract_passage(text: str, title: str, opts: ExtractorOptions, llm=None, cac
     else:
         data, reason, cut = _call(text, title, opts, llm, out)
         out.payload = {"data": data, "error": reason}
-        if cut:  # the budget's fault, not a verdict: cached for this budget only (Graph.cached_extraction)
+        if cut:  # the budget's fault, not a verdict: cached for this budget only (Extractions.cached)
             out.payload[CUT_AT] = opts.max_tokens
     if data is not None:
         g, why = _grounded(data, text, opts)

@@ -86,10 +86,10 @@ def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, st
     vecs = ctx.embedder.encode(list(entities))
     out = []
     for text, vec in zip(entities, vecs):
-        hit = ctx.store.graph.entity_knn(vec, 1)
+        hit = ctx.store.graph.entities.knn(vec, 1)
         if hit:
             eid, sim = hit[0]
             out.append((text, eid, "", sim))
-    names = ctx.store.graph.entity_names([e for _, e, _, _ in out])
+    names = ctx.store.graph.entities.names([e for _, e, _, _ in out])
     return [(t, e, names.get(e, "?"), s) for t, e, _, s in out]
 
