@@ -58,7 +58,7 @@ def vault_counts(index) -> dict:
                   embeds_unresolved=embeds_unresolved, link_facts=by_relation.get("links to", 0),
                   embed_facts=by_relation.get("embeds", 0), alias_facts=by_relation.get("is also called", 0),
                   tag_facts=by_relation.get("has tag", 0), fact_sources_by_origin=origins,
-                  notes_with_aliases=int(store.one("SELECT COUNT(DISTINCT doc_id) FROM note_names WHERE kind = 'alias'")[0]),
+                  notes_with_aliases=store.vault.notes_with_aliases(),
                   most_unresolved=sorted(unresolved_examples.items(), key=lambda t: -t[1])[:15])
     return counts
 

@@ -178,3 +178,16 @@ def is_database_failure(exc: BaseException) -> bool:
 
 def vec_version(conn: Any) -> str:
     return str(conn.execute("SELECT vec_version()").fetchone()[0])
+
+
+def self_test() -> str:
+    """Create an FTS5 and a vec0 table in a throwaway database (raises when either is missing);
+    returns the sqlite-vec version."""
+    conn = connect(":memory:")
+    try:
+        vec = vec_version(conn)
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        conn.execute("CREATE VIRTUAL TABLE v USING vec0(e float[4])")
+    finally:
+        conn.close()
+    return vec

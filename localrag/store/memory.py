@@ -152,6 +152,10 @@ class EdgeMemory:
         learned = int(self.s.one("SELECT COUNT(DISTINCT query) FROM memory_log")[0])
         return MemoryStats(len(rows), [float(r[0]) for r in rows], learned, sum(int(r[1]) for r in rows))
 
+    def reinforced_by_kind(self) -> list[tuple[str, int]]:
+        """(edge kind, edges with a non-zero memory), by kind."""
+        return [(k, int(n)) for k, n in self.s.query("SELECT kind, COUNT(*) FROM edges WHERE norm > 0 GROUP BY kind")]
+
     def reset(self) -> int:
         n = int(self.s.one("SELECT COUNT(*) FROM edges")[0])
         with self.s.transaction():
