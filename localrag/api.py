@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -256,7 +257,7 @@ class Assistant:
         composed = None
         try:
             needs_llm = self._needs_llm(name, answer) or (conversation is not None and conversation.uses_llm)
-            scope = self.llm().scoped(calls.append) if needs_llm else _null()
+            scope = self.llm().scoped(calls.append) if needs_llm else contextlib.nullcontext()
             with scope, memory.attributed(qid), observe_steps(on_step):
                 emit(RetrievalStarted(elapsed_s=0.0, strategy=name))
                 resolution = conversation.resolve(question, self.llm) if conversation is not None else None
@@ -323,14 +324,6 @@ class Assistant:
 
     def _needs_llm(self, strategy: str, answer: bool) -> bool:
         return answer or strategy not in {"dense", "lexical", "hybrid", "ppr", "graph"}
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def memory_notes(trace: Trace) -> list[str]:

@@ -145,9 +145,6 @@ class Store:
         row = self.one("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0] if row else default
 
-    def set_meta(self, key: str, value: str) -> None:
-        self.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
-
     def schema_version(self) -> int:
         row = self.one("SELECT MAX(version) FROM schema_migrations")
         return int(row[0] or 0) if row else 0

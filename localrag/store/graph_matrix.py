@@ -7,7 +7,6 @@ turns them into the walk matrix. See schema._graph_matrix for the marking trigge
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -14,7 +14,7 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 
@@ -101,7 +101,7 @@ class EdgeMemory:
     def written_by(self, query_id: int) -> list[EdgeKey]:
         """The edges a query's answer wrote, first write first."""
         rows = self.s.query("SELECT kind, a, b FROM memory_writes WHERE query_id = ? ORDER BY id", (query_id,))
-        return iter_keys((r[0], int(r[1]), int(r[2])) for r in rows)
+        return list(dict.fromkeys((r[0], int(r[1]), int(r[2])) for r in rows))
 
     def undo(self, query_id: int) -> int:
         """Put back the memory every edge had before this query wrote it; returns the edges restored."""
@@ -182,7 +182,3 @@ class EdgeMemory:
             (passage_id,),
         )
         return int(row[0]) if row else None
-
-
-def iter_keys(items: Iterable[EdgeKey]) -> list[EdgeKey]:
-    return list(dict.fromkeys(items))

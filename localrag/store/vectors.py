@@ -196,9 +196,6 @@ class PassageVectors:
                 return hits[:k]
             wanted *= 4
 
-    def count_cached(self) -> int:
-        return self.count()
-
     def _bits(self) -> _BitsCache:
         """The sign-bit matrix of every vector, reloaded when the vector set has changed."""
         version = self.version()[0]
