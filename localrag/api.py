@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from localrag.conversation import Conversation
     from localrag.kg.run import GraphProgress, GraphReport
     from localrag.store.health import HealthCheck
+
+logger = logging.getLogger(__name__)
 
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction
@@ -155,7 +158,7 @@ class Assistant:
         try:
             self.index.store.calls.log_call(record, qid)
         except Exception:  # a log write must never break an answer
-            pass
+            logger.warning("could not log the %s call", record.phase, exc_info=True)
 
     _current = threading.local()
 

@@ -13,6 +13,7 @@ stay on the calling thread.
 
 from __future__ import annotations
 
+import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from localrag.llm.concurrent import accepts_parallel_calls, server_unreachable
 from localrag.records import LLMCallRecord, Passage, Triple
 from localrag.store import Store
 from localrag.store.extractions import CachedExtraction
+
+logger = logging.getLogger(__name__)
 
 BATCH = 16
 RETITLED_ROUNDS = 3  # drain passes when writes were refused because a note was renamed meanwhile
@@ -116,7 +119,7 @@ class GraphBuilder:
         try:
             self.store.calls.log_call(record)
         except Exception:  # the call log must never stop indexing
-            pass
+            logger.warning("could not log the %s call", record.phase, exc_info=True)
 
     # -- one passage -----------------------------------------------------------------------
     def extract(self, p: Passage) -> Extraction:

@@ -8,11 +8,14 @@ pysqlite3 (Linux x86_64 wheels) or sqlean.py (all platforms).
 from __future__ import annotations
 
 import importlib
+import logging
 import sqlite3 as _stdlib_sqlite3
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
+
+logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -24,7 +27,8 @@ class StoreError(RuntimeError):
 def _can_load_extensions(module: ModuleType) -> bool:
     try:
         conn = module.connect(":memory:")
-    except Exception:
+    except Exception:  # this SQLite build is unusable here: the next one is tried
+        logger.debug("%s cannot open a database", module.__name__, exc_info=True)
         return False
     try:
         return hasattr(conn, "enable_load_extension")
