@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import IO, Mapping
 
 ENV = "LOCALRAG_LOG"
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
@@ -40,7 +40,7 @@ def wanted_level(verbose: bool, env: Mapping[str, str] | None = None) -> int | N
 class _FolderFileHandler(logging.FileHandler):
     """A log file opened at the first record, its .localrag/ directory created then (the folder exists)."""
 
-    def _open(self):  # type: ignore[override]
+    def _open(self) -> IO[str]:
         Path(self.baseFilename).parent.mkdir(exist_ok=True)
         return super()._open()
 

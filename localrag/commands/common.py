@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from localrag.config import ConfigError, Settings, load_settings
+from localrag.logs import LogSettingError, configure, tui_log_file, wanted_level
 
 console = Console(highlight=False)
 # messages on stderr are never wrapped: one error is one line, whatever the terminal width
@@ -125,8 +126,6 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
 
 def start_logging(args: argparse.Namespace) -> None:
     """--verbose / LOCALRAG_LOG: stderr for commands, a file in the folder's .localrag/ for the TUI."""
-    from localrag.logs import LogSettingError, configure, tui_log_file, wanted_level
-
     try:
         level = wanted_level(bool(getattr(args, "verbose", False)))
     except LogSettingError as exc:
@@ -152,8 +151,6 @@ def run_command(args: argparse.Namespace) -> int:
         print_error(message)
         return code
     finally:
-        from localrag.logs import configure
-
         configure(None)
 
 

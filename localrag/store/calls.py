@@ -24,7 +24,7 @@ class QueryRow:
 
 
 class CallLog:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def log_call(self, call: LLMCallRecord, query_id: int | None = None) -> None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Coreference:
-    def __init__(self, store: "Store", matrix: EntityMatrix):
+    def __init__(self, store: "Store", matrix: EntityMatrix) -> None:
         self.s = store
         self.matrix = matrix
         self.k = 5

@@ -18,7 +18,7 @@ APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from forei
 class Store:
     """Owns the connection; feature tables are reached through small accessors."""
 
-    def __init__(self, path: str | Path, *, dim: int, embedder_id: str, readonly: bool = False):
+    def __init__(self, path: str | Path, *, dim: int, embedder_id: str, readonly: bool = False) -> None:
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
         self.dim = dim
         self.embedder_id = embedder_id

@@ -38,7 +38,7 @@ class NewPassage:
 
 
 class Documents:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     # -- documents ------------------------------------------------------------

@@ -17,7 +17,7 @@ EmbedFn = Callable[[list[str]], np.ndarray]
 
 
 class Entities:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
         self.matrix = EntityMatrix(store)
 

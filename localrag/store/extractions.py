@@ -22,7 +22,7 @@ class CachedExtraction:
 
 
 class Extractions:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def cached(self, passage_sha: str, model: str, prompt_version: str, max_tokens: int | None = None) -> dict | None:

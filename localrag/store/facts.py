@@ -23,7 +23,7 @@ class PassageFacts:
 
 
 class Facts:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def passages_mentioning(self, entity_id: int) -> list[int]:

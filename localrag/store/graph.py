@@ -36,7 +36,7 @@ class WriteResult:
 class Graph:
     """The parts, and what spans them: a passage's whole write, aliases, figures."""
 
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
         self.entities = Entities(store)
         self.facts = Facts(store)

@@ -23,7 +23,7 @@ def _ints(rows: list[tuple], col: int = 0) -> np.ndarray:
 
 
 class GraphMatrixStore:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def available(self) -> bool:

@@ -24,7 +24,7 @@ class QueueItem:
 
 
 class GraphQueue:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def next_batch(self, n: int, max_attempts: int = 0) -> list[QueueItem]:

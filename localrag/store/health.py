@@ -104,7 +104,7 @@ class Session:
     check is due is known before this process touches the file.
     """
 
-    def __init__(self, db_path: Path):
+    def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         self.stale: list[Path] = []
         self.others_live = 0

@@ -35,7 +35,7 @@ class MemoryStats:
 
 
 class EdgeMemory:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
         self._attribution = threading.local()
 

@@ -59,7 +59,7 @@ class PassageFilter:
 
 
 class VaultTables:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def available(self) -> bool:

@@ -64,7 +64,7 @@ class _BitsCache:
 
 
 class PassageVectors:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
         self._cache: _BitsCache | None = None
         self._cache_lock = threading.Lock()
