@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 logger = logging.getLogger(__name__)
 
+APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from foreign ones
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -76,8 +77,6 @@ def _load_vec(conn: Any) -> None:
 
 
 def _ours_or_new(conn: Any) -> bool:
-    from localrag.store.db import APP_ID
-
     if conn.execute("PRAGMA application_id").fetchone()[0] == APP_ID:
         return True
     return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
