@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from localrag.store.vault import PassageFilter
 if TYPE_CHECKING:
     from localrag.conversation import Conversation
     from localrag.store.health import HealthCheck
+
+logger = logging.getLogger(__name__)
 
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction
@@ -65,7 +68,7 @@ class Index:
         self.settings = settings
         self.embedder = embedder or default_embedder()
         self.store = Store(settings.db_path, dim=self.embedder.dim, embedder_id=self.embedder.id, readonly=readonly)
-        self.store.graph.configure_coref(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
+        self.store.graph.coref.configure(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
 
     @property
     def folder(self) -> Path:
@@ -148,7 +151,7 @@ class Assistant:
         try:
             self.index.store.calls.log_call(record, qid)
         except Exception:  # a log write must never break an answer
-            pass
+            logger.warning("could not log the %s call", record.phase, exc_info=True)
 
     _current = threading.local()
 
@@ -207,7 +210,7 @@ class Assistant:
             )
         retrieval = get_strategy(name).retrieve(self.context(where, read_memory), question, k or max(self.settings.top_k, 10))
         if self.settings.index.queue_asked_first:  # the graph grows where the user asks first
-            self._log_query(lambda: self.index.store.graph.prioritise([sp.passage.id for sp in retrieval.passages]))
+            self._log_query(lambda: self.index.store.graph.queue.prioritise([sp.passage.id for sp in retrieval.passages]))
         return retrieval
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, answer: bool = True,

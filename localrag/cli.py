@@ -40,6 +40,9 @@ def common_parser(*, for_command: bool = False) -> argparse.ArgumentParser:
                    "name on --llm-url (default: the same model as answers)")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS if for_command else False,
                    help="show the traceback of an error (also LOCALRAG_DEBUG=1)")
+    p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS if for_command else False,
+                   help="log what localrag recovers from (errors it works around) on stderr, or in "
+                   "FOLDER/.localrag/localrag.log under the terminal UI (also LOCALRAG_LOG=debug|info|warning)")
     return p
 
 

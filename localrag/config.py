@@ -11,11 +11,15 @@ Environment variables are ``LOCALRAG_<SECTION>_<FIELD>`` (e.g.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+
+logger = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
@@ -164,7 +168,6 @@ class RemindSettings:
     seeds: int = 2
     max_jumps: int = 10
     max_llm_calls: int = 20
-    synonym_cos: float = 0.85
     summary_threshold_tokens: int = 350
     seed_passages: int = 1  # nearest passages seeded too: ReMindRAG's anchors share the entity collection (R3)
     max_iterations: int = 0  # loop iterations, backtracks included; 0 = 2 × max_jumps (R5)
@@ -251,6 +254,9 @@ class Settings:
         return self.folder_path / ".localrag" / "index.db"
 
 
+# settings that existed once and are no longer read: old config files that set them still load
+RETIRED = {"remind.synonym_cos"}
+
 _SECTIONS = {"index", "llm", "neuropath", "graph", "memory", "remind", "conversation", "answer"}
 
 
@@ -284,6 +290,9 @@ def _coerce(value: Any, current: Any, name: str) -> Any:
 def _apply(target: Any, values: Mapping[str, Any], prefix: str) -> None:
     names = {f.name for f in dataclasses.fields(target)}
     for key, value in values.items():
+        if f"{prefix}{key}" in RETIRED:
+            logger.info("setting %s%s is no longer used; ignored", prefix, key)
+            continue
         if key not in names:
             raise ConfigError(f"unknown setting {prefix}{key}")
         current = getattr(target, key)

@@ -183,9 +183,6 @@ class NoteMeta:
         return cls(d.get("title", ""), tuple(d.get("aliases", ())), tuple(d.get("tags", ())),
                    tuple((str(k), str(v)) for k, v in d.get("properties", ())), d.get("warning", ""))
 
-    def value_of(self, key: str) -> str | None:
-        return next((v for k, v in self.properties if k == key), None)
-
     @property
     def description(self) -> str:
         """The note's summary, as vault tools name it (Dendron ``desc``, ``description``, ``summary``)."""

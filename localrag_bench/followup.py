@@ -246,9 +246,7 @@ def _measure(rec: FollowUpRecord, f: FollowUp, assistant: Assistant, ranked: Ret
 
 def _rewrite_calls(assistant: Assistant) -> list[int]:
     """Token totals of the rewrite calls logged so far (from the index's call log)."""
-    rows = assistant.index.store.query("SELECT prompt_tokens + completion_tokens FROM llm_calls WHERE phase = 'rewrite' "
-                                       "ORDER BY id")
-    return [int(r[0]) for r in rows]
+    return assistant.index.store.calls.tokens_of_phase("rewrite")
 
 
 def summarise(records: Sequence[FollowUpRecord]) -> dict[str, dict[str, float]]:

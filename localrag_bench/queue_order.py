@@ -50,17 +50,17 @@ def run_order(work: Path, model: Path, questions: list[str], k: int, extract: in
     }, env={})
     index = Index(settings)
     try:
-        total = index.store.graph.enqueue_all()
+        total = index.store.graph.queue.enqueue_all()
         assistant = Assistant(index)
         asked: list[int] = []
         for q in questions:
             asked += [sp.passage.id for sp in assistant.retrieve(q, "hybrid", k).passages]
         asked = list(dict.fromkeys(asked))
         started, cpu = time.perf_counter(), time.process_time()
-        report = index.extract_graph(progress=lambda p: None, should_stop=lambda: index.store.graph.queue_length() <= total - extract)
+        report = index.extract_graph(progress=lambda p: None, should_stop=lambda: index.store.graph.queue.length() <= total - extract)
         seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
         written = report.passages
-        by_model = {p for _, p, o in index.store.graph.all_fact_sources() if o == "llm"}
+        by_model = {p for _, p, o in index.store.graph.facts.all_sources() if o == "llm"}
         with_facts = sum(pid in by_model for pid in asked)
     finally:
         index.close()

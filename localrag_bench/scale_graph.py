@@ -168,7 +168,7 @@ def graph_phase(work: Path, embedder: Any, log: Callable[[str], None]) -> tuple[
     settings = load_settings(work / "notes", {"db": str(db), "index.extractor": "rules"}, env={})
     index = Index(settings, embedder)
     try:
-        queued = index.store.graph.queue_length()
+        queued = index.store.graph.queue.length()
         log(f"graph phase (rules): {queued:,} passages queued")
         started, cpu = time.perf_counter(), time.process_time()
         report = index.extract_graph()

@@ -47,18 +47,18 @@ def vault_counts(index) -> dict:
                     unresolved += not r.resolved
                 if not r.resolved:
                     unresolved_examples[r.link.target] = unresolved_examples.get(r.link.target, 0) + 1
-    facts = store.graph.all_facts()
+    facts = store.graph.facts.all()
     by_relation: dict[str, int] = {}
     for f in facts:
         by_relation[f.relation] = by_relation.get(f.relation, 0) + 1
     origins: dict[str, int] = {}
-    for _, _, origin in store.graph.all_fact_sources():
+    for _, _, origin in store.graph.facts.all_sources():
         origins[origin] = origins.get(origin, 0) + 1
     counts.update(links_resolved=resolved, links_unresolved=unresolved, embeds_resolved=embeds_resolved,
                   embeds_unresolved=embeds_unresolved, link_facts=by_relation.get("links to", 0),
                   embed_facts=by_relation.get("embeds", 0), alias_facts=by_relation.get("is also called", 0),
                   tag_facts=by_relation.get("has tag", 0), fact_sources_by_origin=origins,
-                  notes_with_aliases=int(store.one("SELECT COUNT(DISTINCT doc_id) FROM note_names WHERE kind = 'alias'")[0]),
+                  notes_with_aliases=store.vault.notes_with_aliases(),
                   most_unresolved=sorted(unresolved_examples.items(), key=lambda t: -t[1])[:15])
     return counts
 

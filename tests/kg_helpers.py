@@ -53,16 +53,16 @@ class GraphSnapshot:
 
 def snapshot(index: Index) -> GraphSnapshot:
     g = index.store.graph
-    names = g.all_entities()
+    names = g.entities.all()
     shas = {p.id: f"{p.path}#{p.ordinal}" for p in index.store.docs.passages(index.store.docs.all_passage_ids())}
-    facts = {f.id: (f.head_name, f.relation, f.tail_name) for f in g.all_facts()}
+    facts = {f.id: (f.head_name, f.relation, f.tail_name) for f in g.facts.all()}
     return GraphSnapshot(
         frozenset(names.values()),
         frozenset(facts.values()),
-        frozenset((facts[f], shas[p]) for f, p, _ in g.all_fact_sources()),
-        frozenset((names[e], shas[p]) for e, p in g.all_mentions()),
-        frozenset((names[e], names[a]) for e, a, _ in g.all_coref()),
-        g.queue_length(),
+        frozenset((facts[f], shas[p]) for f, p, _ in g.facts.all_sources()),
+        frozenset((names[e], shas[p]) for e, p in g.facts.all_mentions()),
+        frozenset((names[e], names[a]) for e, a, _ in g.coref.all()),
+        g.queue.length(),
     )
 
 

@@ -121,7 +121,7 @@ def seed_memory(work: Path, embedder) -> None:
     index = Index(load_settings(work / "notes", {"db": str(work / "index.db"), **SETTINGS}, env={}), embedder)
     try:
         (p,) = index.store.docs.passages_of("3.md")
-        (f,) = index.store.graph.facts_in_passage(p.id)
+        (f,) = index.store.graph.facts.in_passage(p.id)
         q = embedder.encode_one("something else entirely")
         with index.store.transaction():
             index.store.memory.put(("fact", f.id, p.id), enhance(np.zeros_like(q), q))

@@ -236,9 +236,9 @@ def test_rename_during_extraction_is_not_lost(tmp_path, embedder, monkeypatch):
     go_on.set()
     worker.join(60)
     assert not worker.is_alive()
-    entities = set(fast.store.graph.all_entities().values())
+    entities = set(fast.store.graph.entities.all().values())
     assert "renamed note" in entities and "plain note" not in entities
-    assert fast.store.graph.queue_length() == 0
+    assert fast.store.graph.queue.length() == 0
     fast.close()
     graph.close()
 

@@ -87,14 +87,14 @@ def _damage_page(db: Path, page: int, page_size: int, seed: int = 0) -> None:
 
 def _snapshot(idx: Index) -> dict:
     g = idx.store.graph
-    names = g.all_entities()
+    names = g.entities.all()
     passages = {p: (path, o) for path in idx.store.docs.all() for p, o in
                 [(x.id, x.ordinal) for x in idx.store.docs.passages_of(path)]}
     return {
         "passages": sorted((x.path, x.ordinal, x.sha256, x.start_line, x.end_line)
                            for path in idx.store.docs.all() for x in idx.store.docs.passages_of(path)),
-        "facts": sorted((f.head_name, f.relation, f.tail_name) for f in g.all_facts()),
-        "mentions": sorted((names[e], passages[p]) for e, p in g.all_mentions()),
+        "facts": sorted((f.head_name, f.relation, f.tail_name) for f in g.facts.all()),
+        "mentions": sorted((names[e], passages[p]) for e, p in g.facts.all_mentions()),
         "extractions": idx.store.one("SELECT COUNT(*) FROM extractions")[0],
     }
 
@@ -294,7 +294,7 @@ def test_a_check_is_due_after_an_unclean_exit_and_only_then(tmp_path):
     # a process that opens the index and dies without closing it
     code = (f"import os, sys; sys.path.insert(0, {str(REPO)!r}); from localrag.store import Store; "
             f"s = Store({str(db)!r}, dim=384, embedder_id='check-test'); "
-            "s.set_meta('x', 'y'); os.kill(os.getpid(), 9)")
+            "s.calls.start_query('q', 'dense'); os.kill(os.getpid(), 9)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == -9
     s = _open_store(db)
     assert "did not close it cleanly" in s.session.due
@@ -334,7 +334,7 @@ def test_a_live_process_is_not_taken_for_a_dead_one(tmp_path):
     db = tmp_path / "idx" / "index.db"
     _open_store(db).close()
     first = _open_store(db)
-    first.set_meta("x", "y")
+    first.calls.start_query("q", "dense")
     second = _open_store(db)  # another process's view: the first is open, not dead
     assert second.session.due == "" and second.session.others_live == 1
     second.close()

@@ -22,12 +22,12 @@ MORE = {
 def reference_graph(store) -> nx.Graph:
     """The graph as the ppr module built it before it was saved: networkx over every row."""
     g = nx.Graph()
-    g.add_nodes_from(store.graph.all_entities())
-    for fact in store.graph.all_facts():
+    g.add_nodes_from(store.graph.entities.all())
+    for fact in store.graph.facts.all():
         if fact.head != fact.tail:
             w = g.get_edge_data(fact.head, fact.tail, {}).get("weight", 0.0)
             g.add_edge(fact.head, fact.tail, weight=w + 1.0)
-    for entity, alias, sim in store.graph.all_coref():
+    for entity, alias, sim in store.graph.coref.all():
         if not g.has_edge(entity, alias):
             g.add_edge(entity, alias, weight=float(sim))
     return g
@@ -38,7 +38,7 @@ def assert_same_as_rebuild(store, eg) -> None:
     assert eg.nodes == sorted(ref.nodes)
     want = nx.to_scipy_sparse_array(ref, nodelist=eg.nodes, weight="weight", format="csr")
     assert abs(eg.adjacency - want).max() < 1e-12 if want.nnz else eg.adjacency.nnz == 0
-    mentions = sorted(store.graph.all_mentions())
+    mentions = sorted(store.graph.facts.all_mentions())
     got = sorted((eg.nodes[c], eg.passages[r]) for r, c in zip(*eg.mentions.nonzero()))
     assert got == mentions
     fresh = assemble(eg.version, build_arrays(GraphMatrixStore(store)), "built")
@@ -66,7 +66,7 @@ def test_edits_are_merged_from_the_marks_alone(kg_index, tmp_path):
     index = kg_index(folder)
     index.sync()
     index.extract_graph()
-    entities_before = len(index.store.graph.all_entities())
+    entities_before = len(index.store.graph.entities.all())
     (folder / "town-3.md").write_text("# Town 3\n\nTown 3 was renamed Quillhaven by Grace Hopper in 1901.\n")
     (folder / "town-4.md").unlink()
     (folder / "harbour.md").write_text("# Harbour\n\nThe harbour of Orlinsford was built by Alan Turing.\n")
@@ -91,10 +91,10 @@ def test_batched_coref_equals_a_rebuild_and_does_not_depend_on_batch_size(kg_ind
     big = kg_index(write_notes(tmp_path / "big", MORE))
     big.sync()
     big.extract_graph()
-    rows = big.store.graph.all_coref()
+    rows = big.store.graph.coref.all()
     assert rows  # the towns' names are near each other
-    big.store.graph.rebuild_coref()  # from scratch, entity by entity
-    assert big.store.graph.all_coref() == rows
+    big.store.graph.coref.rebuild()  # from scratch, entity by entity
+    assert big.store.graph.coref.all() == rows
 
     monkeypatch.setattr(builder, "BATCH", 1)
     small = kg_index(write_notes(tmp_path / "small", MORE))
@@ -108,10 +108,10 @@ def test_prefiltered_neighbours_match_exact_search(kg_index, tmp_path):
     index.sync()
     index.extract_graph()
     graph = index.store.graph
-    ids = list(graph.all_entities())
-    graph.matrix.check()
-    found = graph.matrix.neighbours(ids, 5, 0.8)
-    vectors = graph.entity_vectors(ids)
+    ids = list(graph.entities.all())
+    graph.entities.matrix.check()
+    found = graph.entities.matrix.neighbours(ids, 5, 0.8)
+    vectors = graph.entities.vectors(ids)
     matrix = np.stack([vectors[i] for i in ids]).astype(np.float64)
     for eid in ids:
         mine = vectors[eid].astype(np.float64)

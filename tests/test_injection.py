@@ -125,7 +125,7 @@ def test_memory_updates_only_touch_edges_that_exist(injected, embedder):
     Assistant(injected, llm=ScriptedLLM(_obedient)).ask(QUESTION, strategy="neuropath", answer=False)
     assert injected.store.memory.keys() == [], "paths the model did not validly pick are not learned"
     # forged feedback: fact/passage ids that do not exist, and a real fact read in the wrong passage
-    fact = injected.store.graph.all_facts()[0]
+    fact = injected.store.graph.facts.all()[0]
     wrong_passage = max(injected.store.docs.all_passage_ids()) + 1000
     forged = Feedback(kept=[("fact", 999_999, 1), ("fact", fact.id, wrong_passage), ("mention", 5, 99_999),
                                    ("next", 1, 1), ("bogus", 1, 2)],

@@ -27,13 +27,13 @@ def build(kg_index, folder: Path, llm=None, **overrides):
 
 def names_of(index, passage_id: int) -> set[str]:
     g = index.store.graph
-    return set(g.entity_names(g.passage_entities(passage_id)).values())
+    return set(g.entities.names(g.facts.passage_entities(passage_id)).values())
 
 
 def test_rules_graph_has_titles_links_and_facts(kg_index, tmp_path):
     index, report = build(kg_index, write_notes(tmp_path / "notes"))
     assert report.passages == index.store.docs.passage_count() and report.remaining == 0
-    facts = {(f.head_name, f.relation, f.tail_name) for f in index.store.graph.all_facts()}
+    facts = {(f.head_name, f.relation, f.tail_name) for f in index.store.graph.facts.all()}
     assert ("ada lovelace", "links to", "charles babbage") in facts  # [[wikilink]]
     assert ("mary somerville", "links to", "charles babbage") in facts  # Markdown link, resolved to the title
     assert ("charles babbage", "designed the", "difference engine") in facts
@@ -52,7 +52,7 @@ def test_edit_leaves_exactly_the_graph_of_a_fresh_index(kg_index, tmp_path):
     edited = NOTES["charles-babbage.md"].replace("Cambridge University", "Trinity College")
     (folder / "charles-babbage.md").write_text(edited, encoding="utf-8")
     index.sync()
-    assert index.store.graph.queue_length() == 1  # only the changed passage waits for extraction
+    assert index.store.graph.queue.length() == 1  # only the changed passage waits for extraction
     index.extract_graph()
     after = snapshot(index)
     assert "cambridge university" in before.entities and "cambridge university" not in after.entities
@@ -93,7 +93,7 @@ def test_move_and_retitle_cost_no_model_call(kg_index, tmp_path):
     shutil.move(folder / "charles-babbage.md", folder / "babbage.md")  # a move keeps passage ids
     index.sync()
     # the note linking to charles-babbage.md is re-queued: its link target disappeared (issue 3, link facts)
-    assert index.store.graph.queue_length() == 1
+    assert index.store.graph.queue.length() == 1
     text = NOTES["charles-babbage.md"].replace("# Charles Babbage", "# Babbage, Charles")
     (folder / "babbage.md").write_text(text, encoding="utf-8")  # new title, same body passage
     (folder / "copy.md").write_text(NOTES["ada-lovelace.md"], encoding="utf-8")  # same text, new passages
@@ -112,12 +112,12 @@ def test_rejected_model_output_is_recorded_and_rules_step_in(kg_index, tmp_path)
     index, report = build(kg_index, write_notes(tmp_path / "a"), llm=garbage, **{"index.extractor": "llm"})
     n = index.store.docs.passage_count()
     assert report.failed == n and index.status().extra["extraction_failures"] == n
-    assert {f.tail_name for f in index.store.graph.all_facts()} <= {"charles babbage"}  # link facts only
+    assert {f.tail_name for f in index.store.graph.facts.all()} <= {"charles babbage"}  # link facts only
     assert len(garbage.calls) == 2 * n  # one repair each, no more
     index2, report2 = build(kg_index, write_notes(tmp_path / "b"), llm=garbage, **{"index.extractor": "llm+rules"})
     assert report2.fallback == n and report2.failed == 0
     assert index2.store.graph.counts().facts > 3
-    assert all(fallback for _, _, fallback in index2.store.graph.failures())
+    assert all(fallback for _, _, fallback in index2.store.graph.extractions.failures())
     assert_healthy(index2)
 
 
@@ -129,7 +129,7 @@ def test_a_model_that_keeps_raising_is_bounded_by_attempts(kg_index, tmp_path):
     index, report = build(kg_index, write_notes(tmp_path / "a"), llm=llm, **{"index.extractor": "llm+rules"})
     n = index.store.docs.passage_count()
     assert len(llm.calls) == 3 * n and report.fallback == n and report.remaining == 0
-    assert all("raised 3 times" in reason for _, reason, _ in index.store.graph.failures())
+    assert all("raised 3 times" in reason for _, reason, _ in index.store.graph.extractions.failures())
 
 
 def test_should_stop_leaves_the_rest_queued(kg_index, tmp_path):
@@ -175,7 +175,7 @@ def test_a_move_that_changes_the_title_requeues_and_moves_the_title_mention(kg_i
     assert "ada notes" in snapshot(index).entities  # no heading: the title is the file name
     shutil.move(folder / "ada-notes.md", folder / "lovelace.md")
     index.sync()
-    assert index.store.graph.queue_length() == 1  # same passage id, new title: re-extract (rules/cache)
+    assert index.store.graph.queue.length() == 1  # same passage id, new title: re-extract (rules/cache)
     index.extract_graph()
     got = snapshot(index)
     assert "lovelace" in got.entities and "ada notes" not in got.entities

@@ -47,11 +47,11 @@ def build(kg_index, folder: Path, **overrides):
 
 
 def link_facts(index) -> set[tuple[str, str]]:
-    return {(f.head_name, f.tail_name) for f in index.store.graph.all_facts() if f.relation == "links to"}
+    return {(f.head_name, f.tail_name) for f in index.store.graph.facts.all() if f.relation == "links to"}
 
 
 def queued_paths(index) -> set[str]:
-    ids = [q.passage for q in index.store.graph.next_batch(1000)]
+    ids = [q.passage for q in index.store.graph.queue.next_batch(1000)]
     return {p.path for p in index.store.docs.passages(ids)}
 
 
@@ -185,20 +185,20 @@ def test_a_cut_extraction_is_retried_when_the_budget_is_raised(kg_index, tmp_pat
     small.sync()
     report = small.extract_graph(llm=llm)
     assert report.failed == 1 and len(llm.calls) == 2  # the cut reply and its repair, both cut
-    assert [r for _, r, _ in small.store.graph.failures()] == ["reply cut at max_tokens before the JSON ended"]
-    small.store.graph.enqueue_all()
+    assert [r for _, r, _ in small.store.graph.extractions.failures()] == ["reply cut at max_tokens before the JSON ended"]
+    small.store.graph.queue.enqueue_all()
     again = small.extract_graph(llm=llm)  # same budget: the recorded failure stands, no model call
     assert (again.cached, len(llm.calls)) == (1, 2)
-    small.store.graph.enqueue_all()
+    small.store.graph.queue.enqueue_all()
     small.close()
 
     large = kg_index(folder, **{"index.extractor": "llm", "index.extract_max_tokens": 128})
     report = large.extract_graph(llm=llm)
     assert (report.failed, report.cached, report.llm_calls) == (0, 0, 1) and llm.budgets[-1] == 128
     assert ("beta", "holds", "spring survey") in {(f.head_name, f.relation, f.tail_name)
-                                                  for f in large.store.graph.all_facts()}
-    assert large.store.graph.failures() == []
-    large.store.graph.enqueue_all()
+                                                  for f in large.store.graph.facts.all()}
+    assert large.store.graph.extractions.failures() == []
+    large.store.graph.queue.enqueue_all()
     replay = large.extract_graph(llm=llm)  # the good reply replaced the failure in the cache
     assert (replay.cached, len(llm.calls)) == (1, 3)
 
@@ -217,14 +217,14 @@ def test_cut_failures_carry_their_budget_in_the_cache(kg_index, tmp_path):
     graph = index.store.graph
     index.sync()
     pid = index.store.docs.all_passage_ids()[0]
-    from localrag.store.graph import CachedExtraction
+    from localrag.store.extractions import CachedExtraction
 
     graph.write_extraction(pid, [], [], index.embedder.encode, cache=CachedExtraction("sha", "m", "v", cut.payload))
     graph.write_extraction(pid, [], [], index.embedder.encode, cache=CachedExtraction("sha2", "m", "v", bad.payload))
-    assert graph.cached_extraction("sha", "m", "v", max_tokens=16) == cut.payload
-    assert graph.cached_extraction("sha", "m", "v", max_tokens=8) == cut.payload
-    assert graph.cached_extraction("sha", "m", "v", max_tokens=17) is None
-    assert graph.cached_extraction("sha2", "m", "v", max_tokens=4096) == bad.payload
+    assert graph.extractions.cached("sha", "m", "v", max_tokens=16) == cut.payload
+    assert graph.extractions.cached("sha", "m", "v", max_tokens=8) == cut.payload
+    assert graph.extractions.cached("sha", "m", "v", max_tokens=17) is None
+    assert graph.extractions.cached("sha2", "m", "v", max_tokens=4096) == bad.payload
 
 
 # -- the served schema ---------------------------------------------------------------------------------------

@@ -48,8 +48,8 @@ def test_graph_phase_with_the_bundled_model(kg_index, tmp_path, smollm):
     report = index.extract_graph(llm=smollm)
     assert report.remaining == 0 and report.llm_calls >= report.passages - report.cached
     by_id = {p.id: p for p in index.store.docs.passages(index.store.docs.all_passage_ids())}
-    facts = {f.id: f for f in index.store.graph.all_facts()}
-    for fact_id, passage_id, origin in index.store.graph.all_fact_sources():
+    facts = {f.id: f for f in index.store.graph.facts.all()}
+    for fact_id, passage_id, origin in index.store.graph.facts.all_sources():
         if origin in ("llm", "rules"):
             text = normalise_phrase(by_id[passage_id].title + " " + by_id[passage_id].text)
             f = facts[fact_id]

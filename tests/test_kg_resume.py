@@ -45,7 +45,7 @@ def test_kill_9_mid_queue_then_resume_gives_the_uninterrupted_graph(kg_index, tm
     folder = write_notes(tmp_path / "killed", notes)
     index = kg_index(folder)
     index.sync()
-    total = index.store.graph.queue_length()
+    total = index.store.graph.queue.length()
     assert total == index.store.docs.passage_count() >= 40
     index.close()
 
@@ -70,7 +70,7 @@ def test_kill_9_mid_queue_then_resume_gives_the_uninterrupted_graph(kg_index, tm
     assert proc.returncode == -signal.SIGKILL
 
     resumed = kg_index(folder)
-    left = resumed.store.graph.queue_length()
+    left = resumed.store.graph.queue.length()
     assert 0 < left <= total - done  # every written passage left the queue with its facts
     assert_healthy(resumed)
     report = resumed.extract_graph()

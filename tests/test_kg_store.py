@@ -8,7 +8,7 @@ import pytest
 from localrag.records import Triple
 from localrag.store import Store, schema
 from localrag.store.documents import NewPassage
-from localrag.store.graph import CachedExtraction
+from localrag.store.extractions import CachedExtraction
 
 
 @pytest.fixture
@@ -41,9 +41,9 @@ def orphans_zero(store: Store) -> None:
 def test_passages_are_queued_by_trigger_newest_document_first(store):
     old = add_doc(store, "old.md", ["a", "b"], mtime_ns=100)
     new = add_doc(store, "new.md", ["c"], mtime_ns=200)
-    assert [q.passage for q in store.graph.next_batch(10)] == [new[0], old[0], old[1]]
+    assert [q.passage for q in store.graph.queue.next_batch(10)] == [new[0], old[0], old[1]]
     store.docs.delete_passages([old[1]])
-    assert store.graph.queue_length() == 2  # the queue row went with the passage
+    assert store.graph.queue.length() == 2  # the queue row went with the passage
 
 
 def test_write_is_exact_and_dequeues_in_the_same_transaction(store, embedder):
@@ -53,15 +53,15 @@ def test_write_is_exact_and_dequeues_in_the_same_transaction(store, embedder):
     r2 = store.graph.write_extraction(p2, [T("ada", "knew", "babbage")], ["title a"], embedder.encode)
     assert (r2.facts_added, r2.entities_added) == (0, 0)
     assert counts(store) == (4, 2, 4 + 3, 3)
-    assert store.graph.queue_length() == 0
-    ada = store.graph.entity_id("ada")
-    assert store.graph.passages_mentioning(ada) == [p1, p2]
-    assert sorted(f.relation for f in store.graph.facts_of_entity_in_passage(ada, p1)) == ["born in", "knew"]
-    assert {f.tail_name for f in store.graph.facts_in_passage(p2)} == {"babbage"}
-    assert set(store.graph.entity_names(store.graph.passage_entities(p2)).values()) == {"ada", "babbage", "title a"}
-    vecs = store.graph.entity_vectors([ada])
+    assert store.graph.queue.length() == 0
+    ada = store.graph.entities.id("ada")
+    assert store.graph.facts.passages_mentioning(ada) == [p1, p2]
+    assert sorted(f.relation for f in store.graph.facts.of_entity_in_passage(ada, p1)) == ["born in", "knew"]
+    assert {f.tail_name for f in store.graph.facts.in_passage(p2)} == {"babbage"}
+    assert set(store.graph.entities.names(store.graph.facts.passage_entities(p2)).values()) == {"ada", "babbage", "title a"}
+    vecs = store.graph.entities.vectors([ada])
     assert abs(float(np.linalg.norm(vecs[ada])) - 1.0) < 1e-4
-    assert store.graph.entity_knn(vecs[ada], 1)[0][0] == ada
+    assert store.graph.entities.knn(vecs[ada], 1)[0][0] == ada
     orphans_zero(store)
 
 
@@ -75,8 +75,8 @@ def test_deleting_passages_collects_facts_entities_vectors_and_coref_exactly(sto
         store.docs.delete_passages([p1])
     # "born in london" had only p1: the fact and "london" go; "ada knew babbage" stays (p2 supports it)
     assert counts(store) == (4, 2, 4, 2)
-    assert store.graph.entity_id("london") is None
-    assert len(store.graph.entity_vectors(list(store.graph.all_entities()))) == 4
+    assert store.graph.entities.id("london") is None
+    assert len(store.graph.entities.vectors(list(store.graph.entities.all()))) == 4
     orphans_zero(store)
     with store.transaction():
         store.docs.delete_passages([p2])
@@ -89,9 +89,9 @@ def test_deleting_passages_collects_facts_entities_vectors_and_coref_exactly(sto
 def test_rewrite_of_a_passage_keeps_ids_of_what_it_still_says(store, embedder):
     (p,) = add_doc(store, "a.md", ["x"])
     store.graph.write_extraction(p, [T("ada", "knew", "babbage"), T("ada", "born in", "london")], [], embedder.encode)
-    kept = store.graph.entity_id("ada"), store.graph.facts_in_passage(p)[0].id
+    kept = store.graph.entities.id("ada"), store.graph.facts.in_passage(p)[0].id
     store.graph.write_extraction(p, [T("ada", "knew", "babbage")], [], embedder.encode)
-    assert (store.graph.entity_id("ada"), store.graph.facts_in_passage(p)[0].id) == kept
+    assert (store.graph.entities.id("ada"), store.graph.facts.in_passage(p)[0].id) == kept
     assert counts(store) == (2, 1, 2, 1)
     orphans_zero(store)
 
@@ -108,17 +108,17 @@ def test_failures_and_cache_are_recorded_with_the_write(store, embedder):
     (p,) = add_doc(store, "a.md", ["x"])
     cache = CachedExtraction("sha1", "m", "v", {"data": None, "error": "cut"})
     store.graph.write_extraction(p, [], ["title"], embedder.encode, cache=cache, failure="cut", fallback=True, model="m")
-    assert store.graph.failures() == [(p, "cut", True)]
+    assert store.graph.extractions.failures() == [(p, "cut", True)]
     assert store.graph.counts().failed == 1
-    assert store.graph.cached_extraction("sha1", "m", "v") == {"data": None, "error": "cut"}
-    assert store.graph.cached_extraction("sha1", "m", "other-version") is None
+    assert store.graph.extractions.cached("sha1", "m", "v") == {"data": None, "error": "cut"}
+    assert store.graph.extractions.cached("sha1", "m", "other-version") is None
     store.graph.write_extraction(p, [T("a b", "r", "c d")], ["title"], embedder.encode)
     assert store.graph.counts().failed == 0
 
 
 def expected_coref(store: Store, k: int, threshold: float) -> set[tuple[int, int]]:
-    ids = list(store.graph.all_entities())
-    vecs = store.graph.entity_vectors(ids)
+    ids = list(store.graph.entities.all())
+    vecs = store.graph.entities.vectors(ids)
     m = np.stack([vecs[i] for i in ids])
     sims = m @ m.T
     out = set()
@@ -134,21 +134,21 @@ NAMES = ["greybarrow makers guild", "the greybarrow makers guild", "greybarrow g
 
 
 def test_coref_is_top5_with_self_threshold_and_stays_exact_through_adds_and_deletes(store, embedder):
-    store.graph.configure_coref(5, 0.8)
+    store.graph.coref.configure(5, 0.8)
     pids = add_doc(store, "a.md", [f"p{i}" for i in range(len(NAMES))])
     for pid, name in zip(pids, NAMES):  # one new entity per write: the incremental path
         store.graph.write_extraction(pid, [], [name], embedder.encode)
-    got = {(e, a) for e, a, _ in store.graph.all_coref()}
+    got = {(e, a) for e, a, _ in store.graph.coref.all()}
     assert got == expected_coref(store, 5, 0.8)
     assert all(e != a for e, a in got)
     assert max(sum(1 for e, _ in got if e == x) for x, _ in got) <= 4
     assert got  # the guild spellings are aliases of each other
     with store.transaction():
         store.docs.delete_passages(pids[:3])
-    assert {(e, a) for e, a, _ in store.graph.all_coref()} == expected_coref(store, 5, 0.8)
-    before = set(store.graph.all_coref())
-    store.graph.rebuild_coref()
-    assert set(store.graph.all_coref()) == before
+    assert {(e, a) for e, a, _ in store.graph.coref.all()} == expected_coref(store, 5, 0.8)
+    before = set(store.graph.coref.all())
+    store.graph.coref.rebuild()
+    assert set(store.graph.coref.all()) == before
     orphans_zero(store)
 
 
@@ -176,6 +176,6 @@ def test_migration_enqueues_passages_that_existed_before_it(tmp_path, embedder, 
     upgraded = Store(db, dim=embedder.dim, embedder_id=embedder.id)
     try:
         assert upgraded.schema_version() >= 2
-        assert upgraded.graph.queue_length() == 3
+        assert upgraded.graph.queue.length() == 3
     finally:
         upgraded.close()

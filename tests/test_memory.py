@@ -16,7 +16,7 @@ from test_neuropath import QUESTION, graph_index, scripted_two_rounds  # noqa: F
 
 def fact_key(idx, name, head):
     (p,) = idx.store.docs.passages_of(name)
-    (f,) = [f for f in idx.store.graph.facts_in_passage(p.id) if f.head_name == head]
+    (f,) = [f for f in idx.store.graph.facts.in_passage(p.id) if f.head_name == head]
     return ("fact", f.id, p.id), f
 
 

@@ -323,10 +323,10 @@ def test_extraction_fault_is_recorded_and_rules_fill_in(plain_index, fault):
     n = idx.store.docs.passage_count()
     assert report.passages == n and report.fallback == n and report.remaining == 0
     assert report.llm_calls == 2 * n  # one repair retry per passage
-    failures = idx.store.graph.failures()
+    failures = idx.store.graph.extractions.failures()
     assert len(failures) == n and all(reason and fallback for _, reason, fallback in failures)
     assert idx.store.graph.counts().facts > 0, "the rules extractor filled the graph"
-    assert idx.store.graph.queue_length() == 0
+    assert idx.store.graph.queue.length() == 0
 
 
 def test_extraction_fault_without_fallback_is_recorded_as_failed(plain_index):
@@ -334,7 +334,7 @@ def test_extraction_fault_without_fallback_is_recorded_as_failed(plain_index):
     report = idx.extract_graph(llm=FaultyLLM(lambda m, s, p: JSON_FAULTS["cut"]))
     n = idx.store.docs.passage_count()
     assert report.failed == n and report.remaining == 0
-    reasons = {r for _, r, fb in idx.store.graph.failures() if not fb}
+    reasons = {r for _, r, fb in idx.store.graph.extractions.failures() if not fb}
     assert reasons == {"reply cut at max_tokens before the JSON ended"}
 
 
@@ -349,7 +349,7 @@ def test_extraction_repetition_is_deduplicated(plain_index):
 
     report = idx.extract_graph(llm=FaultyLLM(respond))
     assert report.rejected.get("duplicate") == 49
-    names = {(f.head_name, f.relation, f.tail_name) for f in idx.store.graph.all_facts()}
+    names = {(f.head_name, f.relation, f.tail_name) for f in idx.store.graph.facts.all()}
     assert ("vessby", "lies on", "river orle") in names
 
 
@@ -361,7 +361,7 @@ def test_extraction_backend_errors_give_up_after_max_attempts(plain_index):
     attempts = idx.settings.index.extract_max_attempts
     assert len(llm.calls) == n * attempts and report.remaining == 0
     assert report.fallback == n
-    assert all("connection refused" in r for _, r, _ in idx.store.graph.failures())
+    assert all("connection refused" in r for _, r, _ in idx.store.graph.extractions.failures())
     failed_calls = idx.store.one("SELECT COUNT(*) FROM llm_calls WHERE ok = 0")[0]
     assert failed_calls == n * attempts
 
@@ -377,7 +377,7 @@ def test_real_model_with_tiny_max_tokens_records_failures_and_falls_back(bundled
     report = idx.extract_graph()
     n = idx.store.docs.passage_count()
     assert report.passages == n and report.remaining == 0
-    failures = idx.store.graph.failures()
+    failures = idx.store.graph.extractions.failures()
     assert len(failures) == n and all(fb for _, _, fb in failures)
     assert {r for _, r, _ in failures} == {"reply cut at max_tokens before the JSON ended"}
     assert idx.store.graph.counts().facts > 0, "the rules fallback filled the graph"

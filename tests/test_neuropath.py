@@ -58,7 +58,7 @@ def test_coref_expansion_excludes_self_and_keeps_order():
 
 
 def test_store_coref_never_lists_self(graph_index):
-    for e, a, _ in graph_index.store.graph.all_coref():
+    for e, a, _ in graph_index.store.graph.coref.all():
         assert e != a
 
 
@@ -184,7 +184,7 @@ def test_graph_list_restarts_at_the_seeds_and_the_path_ends(graph_index):
     graph_index.settings.neuropath.completion = "hybrid"  # the hybrid completion's third list (graph_completion)
     r = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
     step = completion_step(r)
-    ids = graph_index.store.graph.entity_ids(["mira okafor", "vessby"])
+    ids = graph_index.store.graph.entities.ids(["mira okafor", "vessby"])
     assert step["path_ends"] == [ids["vessby"]]  # the open end of heron project->hosted in->vessby
     assert {ids["mira okafor"], ids["vessby"]} <= set(step["graph"]["restart"])
     assert step["graph"]["scored_passages"] > 0

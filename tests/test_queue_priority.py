@@ -14,22 +14,22 @@ MANY = NOTES | {f"filler-{i}.md": f"# Filler {i}\n\nThe filler note {i} is about
 def test_retrieved_passages_are_extracted_first(kg_index, tmp_path):
     index = kg_index(write_notes(tmp_path / "notes", MANY))
     index.sync()
-    before = [q.passage for q in index.store.graph.next_batch(100)]
+    before = [q.passage for q in index.store.graph.queue.next_batch(100)]
     retrieval = Assistant(index).retrieve("Who tutored Ada Lovelace?", "dense", 3)
     asked = [sp.passage.id for sp in retrieval.passages]
-    after = [q.passage for q in index.store.graph.next_batch(100)]
+    after = [q.passage for q in index.store.graph.queue.next_batch(100)]
     assert sorted(after) == sorted(before)  # the same queue, reordered
     assert after[: len(asked)] == asked != before[: len(asked)]
     # a later question's passages go ahead of the earlier ones'
     later = [sp.passage.id for sp in Assistant(index).retrieve("gardening in spring", "dense", 2).passages]
-    assert [q.passage for q in index.store.graph.next_batch(2)] == later
+    assert [q.passage for q in index.store.graph.queue.next_batch(2)] == later
     report = index.extract_graph()  # extracted passages leave the queue as usual
-    assert report.remaining == 0 and index.store.graph.prioritise(asked) == 0
+    assert report.remaining == 0 and index.store.graph.queue.prioritise(asked) == 0
 
 
 def test_the_order_can_be_turned_off(kg_index, tmp_path):
     index = kg_index(write_notes(tmp_path / "notes", MANY), **{"index.queue_asked_first": False})
     index.sync()
-    before = [q.passage for q in index.store.graph.next_batch(100)]
+    before = [q.passage for q in index.store.graph.queue.next_batch(100)]
     Assistant(index).retrieve("Who tutored Ada Lovelace?", "dense", 3)
-    assert [q.passage for q in index.store.graph.next_batch(100)] == before
+    assert [q.passage for q in index.store.graph.queue.next_batch(100)] == before

@@ -196,7 +196,7 @@ def test_memory_off_neither_reads_nor_writes(kb):
 
 def test_expansion_respects_lambda(kb, embedder):
     q = embedder.encode_one(QUESTION)
-    seed = entity(kb.store.graph.entity_id("mira okafor"))
+    seed = entity(kb.store.graph.entities.id("mira okafor"))
     key = ("mention", seed.id, pid(kb, "institute.md"))
 
     def recalled(lam):
@@ -214,7 +214,7 @@ def test_expansion_respects_lambda(kb, embedder):
 def test_memory_off_graph_reads_every_memory_as_zero(kb, embedder):
     """--no-memory must be a clean control: stored memories do not change the weights shown to the model."""
     q = embedder.encode_one(QUESTION)
-    seed = entity(kb.store.graph.entity_id("mira okafor"))
+    seed = entity(kb.store.graph.entities.id("mira okafor"))
     key = ("mention", seed.id, pid(kb, "institute.md"))
     with kb.store.transaction():
         kb.store.memory.put(key, enhance(np.zeros_like(q), q))
@@ -230,7 +230,7 @@ def test_recalled_edge_that_did_not_help_is_penalised(kb, embedder, penalty):
     kb.settings.memory.penalty = penalty
     kb.settings.remind.trust_recall = False  # a recalled edge is judged and walked past, then penalised
     q = embedder.encode_one(QUESTION)
-    key = ("mention", kb.store.graph.entity_id("mira okafor"), pid(kb, "institute.md"))
+    key = ("mention", kb.store.graph.entities.id("mira okafor"), pid(kb, "institute.md"))
     with kb.store.transaction():
         kb.store.memory.put(key, enhance(np.zeros_like(q), q))  # a memory that points at the wrong note
     r = Assistant(kb, llm=navigator()).retrieve(QUESTION, "remind", 5)

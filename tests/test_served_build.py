@@ -130,11 +130,11 @@ def reference(kg_index, tmp_path: Path, notes: dict[str, str], extractor: str = 
 def consistent_queue(index) -> None:
     """Each passage is either written (title mention present, dequeued) or untouched (queued, no rows)."""
     g = index.store.graph
-    queued = {item.passage for item in g.next_batch(10_000)}
+    queued = {item.passage for item in g.queue.next_batch(10_000)}
     for p in index.store.docs.passages(index.store.docs.all_passage_ids()):
-        mentioned = set(g.entity_names(g.passage_entities(p.id)).values())
+        mentioned = set(g.entities.names(g.facts.passage_entities(p.id)).values())
         if p.id in queued:
-            assert not mentioned and not g.facts_in_passage(p.id), p.location
+            assert not mentioned and not g.facts.in_passage(p.id), p.location
         else:
             assert p.title.lower() in mentioned, p.location
     assert_healthy(index)
@@ -146,7 +146,7 @@ def test_calls_overlap_up_to_n_and_each_result_is_written_alone_in_completion_or
     notes = people_notes(8)
     index = served_index(kg_index, write_notes(tmp_path / "notes", notes), 3)
     index.sync()
-    total = index.store.graph.queue_length()
+    total = index.store.graph.queue.length()
     assert total == 8
     statements: list[tuple[int, str]] = []
     index.store.conn.set_trace_callback(lambda sql: statements.append((threading.get_ident(), sql)))
@@ -222,14 +222,14 @@ def test_stop_lets_running_calls_finish_and_leaves_a_consistent_queue(kg_index, 
     notes = people_notes(8)
     index = served_index(kg_index, write_notes(tmp_path / "notes", notes), 3)
     index.sync()
-    total = index.store.graph.queue_length()
+    total = index.store.graph.queue.length()
     llm = FakeServed(delay=0.1)
     written: list[str] = []
     report = extract(index, llm, progress=lambda ev: written.append(file_of(ev.path)),
                      should_stop=lambda: len(written) >= 2)
     assert report.stopped and 2 <= report.passages < total
     assert len(llm.started) == report.passages  # every call that started was written, none after the stop
-    assert report.remaining == index.store.graph.queue_length() == total - report.passages
+    assert report.remaining == index.store.graph.queue.length() == total - report.passages
     consistent_queue(index)
 
     rest = extract(index, llm, progress=lambda ev: written.append(file_of(ev.path)))
@@ -257,9 +257,9 @@ def test_a_raising_call_is_retried_then_recorded_as_in_the_sequential_loop(kg_in
     assert report.remaining == 0 and report.passages == 6 and report.fallback == 1
     assert llm.attempts[flaky] == 2 and llm.attempts[broken] == 3  # extract_max_attempts
     assert sorted(written) == sorted(notes)  # each passage written exactly once
-    failures = index.store.graph.failures()
+    failures = index.store.graph.extractions.failures()
     assert len(failures) == 1 and "raised 3 times: reply is not usable" in failures[0][1] and failures[0][2]
-    facts = {(f.head_name, f.relation) for f in index.store.graph.all_facts()}
+    facts = {(f.head_name, f.relation) for f in index.store.graph.facts.all()}
     assert (flaky.lower(), "is linked to") in facts and (broken.lower(), "is linked to") not in facts
     assert_healthy(index)
 
@@ -269,7 +269,7 @@ def test_an_unreachable_server_stops_the_run_and_the_next_run_resumes(kg_index, 
     notes = people_notes(8)
     index = served_index(kg_index, write_notes(tmp_path / "notes", notes), concurrency)
     index.sync()
-    total = index.store.graph.queue_length()
+    total = index.store.graph.queue.length()
     restarted = threading.Event()
 
     def fail(title: str, attempt: int):  # the server dies after serving three replies
@@ -286,13 +286,13 @@ def test_an_unreachable_server_stops_the_run_and_the_next_run_resumes(kg_index, 
         extract(index, llm, progress=on_progress)
     report = info.value.report
     assert report.stopped and report.passages == len(written) == len(llm.completed) >= 3
-    assert report.remaining == index.store.graph.queue_length() == total - report.passages > 0
+    assert report.remaining == index.store.graph.queue.length() == total - report.passages > 0
     failed_calls = len(llm.started) - len(llm.completed)
     assert 1 <= failed_calls <= 2 * concurrency  # no new call once the outage was seen
-    queued = index.store.graph.next_batch(100)
+    queued = index.store.graph.queue.next_batch(100)
     assert sum(item.attempts for item in queued) == failed_calls and all(item.attempts <= 1 for item in queued)
     assert all("TransportError" in item.error for item in queued if item.attempts)
-    assert index.store.graph.failures() == []  # nothing given up or written as a fallback
+    assert index.store.graph.extractions.failures() == []  # nothing given up or written as a fallback
     consistent_queue(index)
 
     restarted.set()
@@ -312,7 +312,7 @@ def test_cache_hits_are_written_without_calls(kg_index, tmp_path):
     first = extract(index, llm)
     before = snapshot(index)
     assert first.llm_calls == 6
-    assert index.store.graph.enqueue_all() == 6
+    assert index.store.graph.queue.enqueue_all() == 6
     again = extract(index, llm)
     assert (again.passages, again.cached, again.llm_calls, len(llm.started)) == (6, 6, 0, 6)
     assert snapshot(index) == before
@@ -344,7 +344,7 @@ def test_server_killed_mid_extraction_then_restarted_resumes_to_the_same_graph(k
                  "llm.concurrency": 2, "llm.retries": 1, "llm.retry_backoff_s": 0.05, "llm.timeout_s": 120.0}
     index = kg_index(write_notes(tmp_path / "notes", E2E_NOTES), **overrides)
     index.sync()
-    total = index.store.graph.queue_length()
+    total = index.store.graph.queue.length()
     assert total == len(E2E_NOTES)
     written: list[str] = []
 
@@ -361,11 +361,11 @@ def test_server_killed_mid_extraction_then_restarted_resumes_to_the_same_graph(k
         assert server.url in message and "still queued" in message, message
         report = info.value.report
         assert report.concurrency == 2 and report.stopped and report.passages == len(written) >= 2
-        left = index.store.graph.queue_length()
+        left = index.store.graph.queue.length()
         assert left == report.remaining == total - report.passages > 0
-        queued = index.store.graph.next_batch(100)
+        queued = index.store.graph.queue.next_batch(100)
         assert any(item.attempts == 1 and "model server" in item.error for item in queued)  # recorded, not given up
-        assert not any("raised" in reason for _, reason, _ in index.store.graph.failures())
+        assert not any("raised" in reason for _, reason, _ in index.store.graph.extractions.failures())
         consistent_queue(index)  # no half-written passage
 
         server.start()  # same port: same --llm-url

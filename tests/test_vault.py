@@ -37,7 +37,7 @@ def built(kg_index, vault):
 
 
 def facts(index, relation: str | None = None) -> set[tuple[str, str, str]]:
-    return {(f.head_name, f.relation, f.tail_name) for f in index.store.graph.all_facts()
+    return {(f.head_name, f.relation, f.tail_name) for f in index.store.graph.facts.all()
             if relation is None or f.relation == relation}
 
 
@@ -96,10 +96,10 @@ def test_graph_facts_for_aliases_tags_properties_links_and_embeds(built):
 
 def test_an_embed_makes_the_embedded_text_one_hop_away_without_duplicating_it(built):
     g = built.store.graph
-    glow = g.entity_id("glow spec")
+    glow = g.entities.id("glow spec")
     lantern_passages = {p.id for p in built.store.docs.passages_of("projects/lanternfish.md")}
     glow_passages = {p.id for p in built.store.docs.passages_of("specs/glow-spec.md")}
-    mentioning = set(g.passages_mentioning(glow))
+    mentioning = set(g.facts.passages_mentioning(glow))
     assert glow_passages <= mentioning and mentioning & lantern_passages
     all_text = [p.text for pid in built.store.docs.all_passage_ids() for p in built.store.docs.passages([pid])]
     assert sum("470 nanometres" in t for t in all_text) == 1
@@ -107,7 +107,7 @@ def test_an_embed_makes_the_embedded_text_one_hop_away_without_duplicating_it(bu
 
 def test_aliases_are_certain_coreference(built):
     g = built.store.graph
-    lantern, alias = g.entity_id("lanternfish"), g.entity_id("lf 7")
+    lantern, alias = g.entities.id("lanternfish"), g.entities.id("lf 7")
     assert (alias, 1.0) in g.aliases(lantern) and (lantern, 1.0) in g.aliases(alias)
 
 

@@ -8,7 +8,6 @@ is localrag.llm.grammar's.
 
 from __future__ import annotations
 
-import random
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -39,10 +38,6 @@ class Choices:
 
     def __len__(self) -> int:
         return len(self.texts)
-
-    def random_pick(self, rng: random.Random) -> str:
-        """A uniformly random choice: the baseline a model's constrained answer must beat."""
-        return rng.choice(self.texts)
 
 
 def _norm_words(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from localrag.config import ConfigError, Settings, load_settings
+from localrag.logs import LogSettingError, configure, tui_log_file, wanted_level
 
 console = Console(highlight=False)
 # messages on stderr are never wrapped: one error is one line, whatever the terminal width
@@ -123,8 +124,22 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
                           "traceback and report it)")
 
 
+def start_logging(args: argparse.Namespace) -> None:
+    """--verbose / LOCALRAG_LOG: stderr for commands, a file in the folder's .localrag/ for the TUI."""
+    try:
+        level = wanted_level(bool(getattr(args, "verbose", False)))
+    except LogSettingError as exc:
+        raise UsageError(str(exc)) from exc
+    if level is not None and getattr(args, "command", None) == "tui":
+        file = tui_log_file(getattr(args, "folder", None) or ".")
+        configure(level if file is not None else None, file=file)
+    else:
+        configure(level)
+
+
 def run_command(args: argparse.Namespace) -> int:
     try:
+        start_logging(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         err_console.print("interrupted")
@@ -135,6 +150,8 @@ def run_command(args: argparse.Namespace) -> int:
         code, message = describe_error(exc)
         print_error(message)
         return code
+    finally:
+        configure(None)
 
 
 def human_bytes(n: int) -> str:

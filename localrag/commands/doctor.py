@@ -27,15 +27,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def _sqlite() -> Check:
-    from localrag.store.connection import connect, driver_name, vec_version
+    from localrag.store.connection import driver_name, self_test
 
-    conn = connect(":memory:")
-    try:
-        vec = vec_version(conn)
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        conn.execute("CREATE VIRTUAL TABLE v USING vec0(e float[4])")
-    finally:
-        conn.close()
+    vec = self_test()
     return Check("sqlite + sqlite-vec", True, f"{driver_name()}, sqlite-vec {vec}, FTS5 ok")
 
 

@@ -67,7 +67,7 @@ def run_export(args: argparse.Namespace) -> int:
 def run_failures(args: argparse.Namespace) -> int:
     index = _open(args)
     try:
-        rows = index.store.graph.failures(args.limit)
+        rows = index.store.graph.extractions.failures(args.limit)
         located = {p.id: p.location for p in index.store.docs.passages([pid for pid, _, _ in rows])}
     finally:
         index.close()
@@ -83,7 +83,7 @@ def run_failures(args: argparse.Namespace) -> int:
 def run_requeue(args: argparse.Namespace) -> int:
     index = _open(args, readonly=False)
     try:
-        n = index.store.graph.enqueue_all()
+        n = index.store.graph.queue.enqueue_all()
     finally:
         index.close()
     console.print(f"queued {n} passages; run `localrag index {args.folder}` to extract (cached replies cost no model call)")

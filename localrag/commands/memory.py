@@ -34,7 +34,7 @@ def stats(args: argparse.Namespace) -> int:
     index = _index(args)
     try:
         st = index.store.memory.stats()
-        by_kind = index.store.query("SELECT kind, COUNT(*) FROM edges WHERE norm > 0 GROUP BY kind")
+        by_kind = index.store.memory.reinforced_by_kind()
     finally:
         index.close()
     console.print(f"reinforced edges: {st.reinforced} ({', '.join(f'{k} {n}' for k, n in by_kind) or 'none'})")

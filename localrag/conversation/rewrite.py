@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -22,6 +23,8 @@ from localrag.llm.prompts_chat import REWRITE_VERSION, ChatTurn, rewrite_message
 
 if TYPE_CHECKING:
     from localrag.store.cache import LLMCache
+
+logger = logging.getLogger(__name__)
 
 REWRITE_TURNS = 2  # earlier turns shown to the rewrite call
 REWRITE_MAX_TOKENS = 160
@@ -120,6 +123,7 @@ def _cache_get(cache: "LLMCache | None", key: str, model: str) -> Any:
     try:
         return cache.get("rewrite", key, model, REWRITE_VERSION)
     except Exception:  # a read-only or old index: no cache, the call still works
+        logger.warning("could not read the rewrite cache", exc_info=True)
         return None
 
 
@@ -128,5 +132,5 @@ def _cache_put(cache: "LLMCache | None", key: str, model: str, rewrite: str) -> 
         return
     try:
         cache.put("rewrite", key, model, REWRITE_VERSION, rewrite)
-    except Exception:
-        pass
+    except Exception:  # as above: the rewrite is used, only not kept
+        logger.warning("could not cache the rewrite", exc_info=True)

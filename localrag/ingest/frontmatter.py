@@ -94,21 +94,3 @@ def parse_front_matter(text: str, skip_properties: frozenset[str] = frozenset())
                 props.append((name, " ".join(scalar.split())))
     return NoteMeta(title, tuple(dict.fromkeys(aliases)), tuple(dict.fromkeys(tags)), tuple(props), "",
                     found.lines)
-
-
-_PLACEHOLDER = re.compile(r"\{\{\s*fm\.([\w\-]+)\s*\}\}")
-
-
-def fill_placeholders(text: str, meta: NoteMeta) -> str:
-    """Dendron's {{fm.desc}}-style placeholders replaced by the note's own property values."""
-    if "{{" not in text:
-        return text
-
-    def value(m: re.Match) -> str:
-        key = m.group(1)
-        if key == "title" and meta.title:
-            return meta.title
-        found = meta.value_of(key)
-        return found if found is not None else m.group(0)
-
-    return _PLACEHOLDER.sub(value, text)

@@ -14,6 +14,7 @@ and the sync is correct whatever the events said.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -25,6 +26,8 @@ from typing import Any, Callable
 from localrag.config import IndexSettings
 from localrag.ingest.sync import Progress, SyncReport
 from localrag.ingest.walker import STATE_DIR, display_name, is_candidate, is_ignored
+
+logger = logging.getLogger(__name__)
 
 # another process (a CLI `localrag index`) may hold the writer lock: wait a little, then retry later
 LOCK_WAIT_S = 2.0
@@ -178,7 +181,7 @@ class FolderWatcher:
             try:
                 self.on_batch(batch)
             except Exception:  # a failing consumer must not kill the watcher
-                pass
+                logger.warning("the consumer of a batch of %d changes raised", len(batch.paths), exc_info=True)
 
 
 class Interrupted(BaseException):
@@ -339,7 +342,7 @@ class AutoIndexer:
         try:
             save_entity_graph(store)
         except Exception:  # a busy or read-only index: readers update from the marks instead
-            pass
+            logger.info("the entity graph was not saved after the sync", exc_info=True)
 
     def _guarded(self, cycle: IndexCycle, work: Callable[[IndexCycle], None]) -> IndexCycle:
         from localrag.store.lock import LockBusy

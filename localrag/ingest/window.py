@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
 from localrag.ingest.chunker import Chunk, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 CountFn = Callable[[Sequence[str]], list[int]]  # wordpieces per text, no special tokens
-
-
-class Windowed(Protocol):
-    def window_counter(self) -> tuple[CountFn, int] | None: ...
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ stay on the calling thread.
 
 from __future__ import annotations
 
+import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from localrag.llm.concurrent import accepts_parallel_calls, server_unreachable
 from localrag.llm.discovery import discover
 from localrag.records import LLMCallRecord, Passage, Triple
 from localrag.store import Store
-from localrag.store.graph import CachedExtraction
+from localrag.store.extractions import CachedExtraction
+
+logger = logging.getLogger(__name__)
 
 BATCH = 16
 RETITLED_ROUNDS = 3  # drain passes when writes were refused because a note was renamed meanwhile
@@ -89,7 +92,7 @@ class GraphBuilder:
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
             self._llm.sinks.append(self._log_call)
-        store.graph.configure_coref(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
+        store.graph.coref.configure(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
 
     # -- model ---------------------------------------------------------------------------
     def llm(self) -> RecordingLLM:
@@ -112,7 +115,7 @@ class GraphBuilder:
         try:
             self.store.calls.log_call(record)
         except Exception:  # the call log must never stop indexing
-            pass
+            logger.warning("could not log the %s call", record.phase, exc_info=True)
 
     # -- one passage -----------------------------------------------------------------------
     def extract(self, p: Passage) -> Extraction:
@@ -124,7 +127,7 @@ class GraphBuilder:
         text = extraction_text(p)
         if not self.options.uses_llm:
             return extract_passage(text, p.title, self.options)
-        cached = self.store.graph.cached_extraction(p.sha256, self.model_id(), self.options.prompt_version(),
+        cached = self.store.graph.extractions.cached(p.sha256, self.model_id(), self.options.prompt_version(),
                                                     max_tokens=self.options.max_tokens)
         if cached is not None:
             return extract_passage(text, p.title, self.options, cached=cached)
@@ -141,7 +144,7 @@ class GraphBuilder:
         if server_unreachable(exc) and run.outage is None:
             run.outage, run.report.stopped = exc, True
         max_attempts = max(1, self.settings.index.extract_max_attempts)
-        if self.store.graph.record_attempt(p.id, f"{type(exc).__name__}: {exc}") < max_attempts:
+        if self.store.graph.queue.record_attempt(p.id, f"{type(exc).__name__}: {exc}") < max_attempts:
             return None
         return self._give_up(p, f"extraction raised {max_attempts} times: {exc}")
 
@@ -214,7 +217,7 @@ class GraphBuilder:
             links, mentions = self.signals(p)
             names += [n for t in ex.triples + links for n in (t.head, t.tail)] + mentions
         names = [n for n in dict.fromkeys(names) if n and n not in exclude]
-        known = self.store.graph.entity_ids(names)
+        known = self.store.graph.entities.ids(names)
         return [n for n in names if n not in known]
 
     # -- the queue ---------------------------------------------------------------------------
@@ -233,7 +236,7 @@ class GraphBuilder:
         else:
             self._drain(run)
         self.save_matrix()
-        report.remaining = self.store.graph.queue_length()
+        report.remaining = self.store.graph.queue.length()
         report.seconds = time.perf_counter() - run.started
         if run.outage is not None:
             raise ServerUnreachable(report, run.outage)
@@ -256,7 +259,7 @@ class GraphBuilder:
             ahead: _Embedding | None = None
             while not report.stopped:
                 taken = {p.id for p, _ in ahead.pending} if ahead else set()
-                batch = [i for i in graph.next_batch(BATCH + len(taken)) if i.passage not in taken]
+                batch = [i for i in graph.queue.next_batch(BATCH + len(taken)) if i.passage not in taken]
                 if not batch:
                     break
                 pending = self._extract_batch(batch, run, ahead)
@@ -321,8 +324,8 @@ class GraphBuilder:
         if missing:
             vectors.update(zip(missing, self.encode_names(missing)))
         written: list[tuple[Passage, Extraction, int]] = []
-        started, coref_before = time.perf_counter(), self.store.graph.coref_seconds
-        with self.store.transaction(), self.store.graph.deferred_coref():
+        started, coref_before = time.perf_counter(), self.store.graph.coref.seconds
+        with self.store.transaction(), self.store.graph.coref.deferred():
             for p, ex in pending:
                 if ex.payload is None and run.stop_requested():  # a model's reply is always kept
                     report.stopped = True
@@ -330,13 +333,13 @@ class GraphBuilder:
                 added = self.write(p, ex, vectors)
                 if added is not None:
                     written.append((p, ex, added))
-        coref = self.store.graph.coref_seconds - coref_before
+        coref = self.store.graph.coref.seconds - coref_before
         self.timings.add("coref", coref)
         self.timings.add("write", time.perf_counter() - started - coref)
         for p, ex, added in written:
             self._count(report, ex, added)
             if run.progress:
-                total = report.passages + self.store.graph.queue_length()
+                total = report.passages + self.store.graph.queue.length()
                 run.progress(GraphProgress(report.passages, total, report.failed, report.fallback, p.location,
                                            time.perf_counter() - run.started))
         pending.clear()

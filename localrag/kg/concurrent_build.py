@@ -46,7 +46,7 @@ def drain_in_flight(builder: "GraphBuilder", run: "GraphRun", concurrency: int) 
         """Queued passages that need a model call, read as slots free up; the others are written here."""
         while not stopping():
             builder.write_all(direct, run)  # before reading the queue again: they leave it when written
-            batch = [i for i in graph.next_batch(BATCH + len(taken)) if i.passage not in taken]
+            batch = [i for i in graph.queue.next_batch(BATCH + len(taken)) if i.passage not in taken]
             if not batch:
                 return
             for item in batch:
@@ -78,5 +78,5 @@ def drain_in_flight(builder: "GraphBuilder", run: "GraphRun", concurrency: int) 
         builder.write_all(direct, run)
         # a passage whose call raised (and is not given up yet) is still queued: another round
         # takes it again, as the sequential loop's next batch would; each round counts an attempt
-        if stopping() or not graph.next_batch(1):
+        if stopping() or not graph.queue.next_batch(1):
             return

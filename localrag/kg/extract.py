@@ -22,7 +22,7 @@ from localrag.llm.base import LLM
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_kg import kg_messages, kg_schema, prompt_version
 from localrag.records import Triple
-from localrag.store.graph import CUT_AT
+from localrag.store.extractions import CUT_AT
 
 MIN_SPANS_FOR_GRAMMAR = 2  # with fewer candidates an enum grammar can only produce head == tail
 
@@ -134,7 +134,7 @@ class LLMExtractor:
         else:
             data, reason, cut = _call(text, title, opts, llm, out)
             out.payload = {"data": data, "error": reason}
-            if cut:  # the budget's fault, not a verdict: cached for this budget only (Graph.cached_extraction)
+            if cut:  # the budget's fault, not a verdict: cached for this budget only (Extractions.cached)
                 out.payload[CUT_AT] = opts.max_tokens
         if data is not None:
             g, why = _grounded(data, text, opts)

@@ -152,29 +152,6 @@ def find_spans(text: str, title: str = "") -> list[Span]:
     return spans
 
 
-def candidate_phrases(text: str, title: str = "", limit: int = 40) -> list[str]:
-    """Distinct normalised spans of a passage (title first), at most ``limit``: the grammar's choices."""
-    out: list[str] = []
-    if title and normalise_phrase(title):
-        out.append(normalise_phrase(title))
-    for span in find_spans(clean_markup(text), title):
-        norm = span.norm
-        if norm and norm not in out:
-            out.append(norm)
-    return out[:limit]
-
-
 def wikilinks(text: str) -> list[str]:
     """Targets of [[wikilinks]] (the note names, before any | alias or # section)."""
     return [m.group(1).strip() for m in _WIKILINK.finditer(text) if m.group(1).strip()]
-
-
-def markdown_links(text: str) -> list[tuple[str, str]]:
-    """(visible text, target) of Markdown links to local files (URLs and anchors are left out)."""
-    out = []
-    for m in _MDLINK.finditer(text):
-        target = m.group(2)
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("#"):
-            continue
-        out.append((m.group(1).strip(), target.split("#", 1)[0]))
-    return out

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 from localrag.llm.base import Message
 
-REWRITE_VERSION = "chat-rewrite-v1"
+REWRITE_VERSION = "chat-rewrite-v1"  # keys the rewrite cache: bump it with any change to the prompt or schema
 REWRITE_MAX_CHARS = 300
 HISTORY_ANSWER_CHARS = 600  # one previous answer in a prompt is cut to this
 

@@ -14,7 +14,7 @@ import json
 from localrag.llm.base import Message
 from localrag.llm.prompts import _escape
 
-KG_VERSION = "kg-v2"
+KG_VERSION = "kg-v2"  # keys the extraction cache (prompt_version): bump it with any change to the prompt or schema
 
 MAX_NAME_CHARS = 80
 MAX_RELATION_CHARS = 48

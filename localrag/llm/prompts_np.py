@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from localrag.llm.base import Message
 
-NER_VERSION = "np-ner-v1"
-TRACK_VERSION = "np-track-v1"
+NER_VERSION = "np-ner-v1"  # keys the query-entity cache: bump it with any change to NER_SYSTEM or ner_schema
 
 NER_SYSTEM = (
     "List the named entities in the question that matter for answering it: people, places, organisations, "

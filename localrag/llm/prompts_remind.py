@@ -16,11 +16,6 @@ from dataclasses import dataclass
 from localrag.llm.base import Message
 from localrag.llm.prompts import _escape
 
-NEXT_VERSION = "remind-next-v1"
-JUDGE_VERSION = "remind-judge-v1"
-SUMMARY_VERSION = "remind-summary-v1"
-LABEL_VERSION = "remind-label-v1"
-
 STOP = "stop"
 
 

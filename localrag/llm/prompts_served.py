@@ -1,13 +1,11 @@
 """Prompts and schemas of the served backend: the schema-in-prompt fallback and the doctor probe.
-Each has a version string (part of any cache key)."""
+Neither reply is cached (see llm/prompts.py for the prompts that are)."""
 
 from __future__ import annotations
 
 import json
 
 from localrag.llm.base import Message
-
-SCHEMA_IN_PROMPT_VERSION = "served-schema-v2"
 
 # For servers that accept only {"type": "json_object"} (or no response_format at all):
 # the schema goes at the end of the system prompt, which stays fixed per prompt family.
@@ -32,7 +30,6 @@ def with_schema_instruction(messages: list[Message], schema: dict) -> list[Messa
     return out  # type: ignore[return-value]
 
 
-PROBE_VERSION = "served-probe-v1"
 PROBE_SCHEMA: dict = {
     "title": "probe",
     "type": "object",

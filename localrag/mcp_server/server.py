@@ -7,6 +7,7 @@ loop keeps answering and sends MCP progress notifications while a long call runs
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, Callable
 
 import anyio
@@ -18,6 +19,8 @@ from pydantic import Field
 
 from localrag import __version__
 from localrag.mcp_server.tools import NotesTools, ToolRefused
+
+logger = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Search and question the user's notes folder, indexed by localrag (offline, with a knowledge graph). "
@@ -36,7 +39,7 @@ async def _run(ctx: Context | None, work: Callable[..., dict], *args: Any) -> di
         try:
             anyio.from_thread.run(ctx.report_progress, done, total, message)
         except Exception:  # a client that went away must not fail the call
-            pass
+            logger.debug("progress not sent to the client", exc_info=True)
 
     try:
         return await anyio.to_thread.run_sync(lambda: work(*args, progress))

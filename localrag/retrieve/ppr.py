@@ -52,19 +52,19 @@ def query_seeds(ctx: Context, query: str, qvec: np.ndarray) -> list[Seed]:
     graph = ctx.store.graph
     seeds: dict[int, Seed] = {}
     spans = list(dict.fromkeys(s.norm for s in find_spans(clean_markup(query)) if s.norm))
-    exact = graph.entity_ids(spans)
+    exact = graph.entities.ids(spans)
     unmatched = [s for s in spans if s not in exact]
     for span, eid in exact.items():
         seeds[eid] = Seed(eid, span, 1.0, "span")
     if unmatched:
         for span, vec in zip(unmatched, ctx.embedder.encode(unmatched)):
-            for eid, sim in graph.entity_knn(vec, 1):
+            for eid, sim in graph.entities.knn(vec, 1):
                 if sim >= cfg.ppr_span_min_sim and eid not in seeds:
                     seeds[eid] = Seed(eid, span, sim, "span")
-    for eid, sim in graph.entity_knn(qvec, cfg.ppr_query_knn):
+    for eid, sim in graph.entities.knn(qvec, cfg.ppr_query_knn):
         if sim >= cfg.ppr_knn_min_sim and eid not in seeds:
             seeds[eid] = Seed(eid, "", sim, "query")
-    names = graph.entity_names(list(seeds))
+    names = graph.entities.names(list(seeds))
     return [Seed(s.entity, names.get(s.entity, s.name), s.weight, s.via) for s in seeds.values()]
 
 

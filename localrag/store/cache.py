@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 
 class LLMCache:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def get(self, kind: str, key: str, model: str, version: str) -> Any | None:

@@ -24,7 +24,7 @@ class QueryRow:
 
 
 class CallLog:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def log_call(self, call: LLMCallRecord, query_id: int | None = None) -> None:
@@ -55,6 +55,11 @@ class CallLog:
     def recent_queries(self, limit: int = 20) -> list[QueryRow]:
         rows = self.s.query("SELECT id, text, strategy, answer, trace_json, created FROM queries ORDER BY id DESC LIMIT ?", (limit,))
         return [QueryRow(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5]) for r in rows]
+
+    def tokens_of_phase(self, phase: str) -> list[int]:
+        """Prompt + completion tokens of each logged call of this phase, in call order."""
+        rows = self.s.query("SELECT prompt_tokens + completion_tokens FROM llm_calls WHERE phase = ? ORDER BY id", (phase,))
+        return [int(r[0]) for r in rows]
 
     def totals_by_phase(self) -> dict[str, tuple[int, int, int]]:
         """phase -> (calls, prompt tokens, completion tokens)."""

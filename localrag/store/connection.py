@@ -8,12 +8,16 @@ pysqlite3 (Linux x86_64 wheels) or sqlean.py (all platforms).
 from __future__ import annotations
 
 import importlib
+import logging
 import sqlite3 as _stdlib_sqlite3
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+logger = logging.getLogger(__name__)
+
+APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from foreign ones
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -24,7 +28,8 @@ class StoreError(RuntimeError):
 def _can_load_extensions(module: ModuleType) -> bool:
     try:
         conn = module.connect(":memory:")
-    except Exception:
+    except Exception:  # this SQLite build is unusable here: the next one is tried
+        logger.debug("%s cannot open a database", module.__name__, exc_info=True)
         return False
     try:
         return hasattr(conn, "enable_load_extension")
@@ -72,8 +77,6 @@ def _load_vec(conn: Any) -> None:
 
 
 def _ours_or_new(conn: Any) -> bool:
-    from localrag.store.db import APP_ID
-
     if conn.execute("PRAGMA application_id").fetchone()[0] == APP_ID:
         return True
     return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
@@ -178,3 +181,16 @@ def is_database_failure(exc: BaseException) -> bool:
 
 def vec_version(conn: Any) -> str:
     return str(conn.execute("SELECT vec_version()").fetchone()[0])
+
+
+def self_test() -> str:
+    """Create an FTS5 and a vec0 table in a throwaway database (raises when either is missing);
+    returns the sqlite-vec version."""
+    conn = connect(":memory:")
+    try:
+        vec = vec_version(conn)
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        conn.execute("CREATE VIRTUAL TABLE v USING vec0(e float[4])")
+    finally:
+        conn.close()
+    return vec

@@ -8,17 +8,24 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from localrag.store.connection import StoreError, connect, driver, retry_busy
+from localrag.store.cache import LLMCache
+from localrag.store.calls import CallLog
+from localrag.store.connection import APP_ID, StoreError, connect, driver, retry_busy
+from localrag.store.documents import Documents
+from localrag.store.graph import Graph
 from localrag.store.health import HealthCheck, Session
+from localrag.store.lexical import LexicalIndex
+from localrag.store.memory import EdgeMemory
 from localrag.store.schema import MIGRATIONS
-
-APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from foreign ones
+from localrag.store.sessions import Sessions
+from localrag.store.vault import VaultTables
+from localrag.store.vectors import PassageVectors
 
 
 class Store:
     """Owns the connection; feature tables are reached through small accessors."""
 
-    def __init__(self, path: str | Path, *, dim: int, embedder_id: str, readonly: bool = False):
+    def __init__(self, path: str | Path, *, dim: int, embedder_id: str, readonly: bool = False) -> None:
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
         self.dim = dim
         self.embedder_id = embedder_id
@@ -45,29 +52,14 @@ class Store:
             if self.session is not None:
                 self.session.close(record=False)
             raise
-        from localrag.store.calls import CallLog
-        from localrag.store.documents import Documents
-        from localrag.store.graph import Graph
-        from localrag.store.lexical import LexicalIndex
-        from localrag.store.vectors import PassageVectors
-
         self.docs = Documents(self)
         self.vectors = PassageVectors(self)
         self.lexical = LexicalIndex(self)
         self.calls = CallLog(self)
-        from localrag.store.cache import LLMCache
-
         self.cache = LLMCache(self)
         self.graph = Graph(self)
-        from localrag.store.memory import EdgeMemory
-
         self.memory = EdgeMemory(self)
-        from localrag.store.vault import VaultTables
-
         self.vault = VaultTables(self)
-
-        from localrag.store.sessions import Sessions
-
         self.sessions = Sessions(self)
 
     # -- plumbing -----------------------------------------------------------------
@@ -144,9 +136,6 @@ class Store:
     def get_meta(self, key: str, default: str = "") -> str:
         row = self.one("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0] if row else default
-
-    def set_meta(self, key: str, value: str) -> None:
-        self.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def schema_version(self) -> int:
         row = self.one("SELECT MAX(version) FROM schema_migrations")

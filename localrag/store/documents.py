@@ -38,7 +38,7 @@ class NewPassage:
 
 
 class Documents:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     # -- documents ------------------------------------------------------------
@@ -171,10 +171,6 @@ class Documents:
 
     def passage_count(self) -> int:
         return int(self.s.one("SELECT COUNT(*) FROM passages")[0])
-
-    def passage_rows(self) -> list[tuple]:
-        """(id, doc_id, ordinal, sha256, start_line, end_line) of every passage: for tests and checks."""
-        return [tuple(r) for r in self.s.query("SELECT id, doc_id, ordinal, sha256, start_line, end_line FROM passages ORDER BY id")]
 
     # -- skipped files ----------------------------------------------------------
     def record_skip(self, path: str, size: int, mtime_ns: int, reason: str, detail: str) -> None:

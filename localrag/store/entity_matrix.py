@@ -38,7 +38,7 @@ class Neighbours:
 
 
 class EntityMatrix:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
         self.dim = store.dim
         self._ids = np.zeros(0, dtype=np.int64)

@@ -7,7 +7,6 @@ turns them into the walk matrix. See schema._graph_matrix for the marking trigge
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +23,7 @@ def _ints(rows: list[tuple], col: int = 0) -> np.ndarray:
 
 
 class GraphMatrixStore:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def available(self) -> bool:

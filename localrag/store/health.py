@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from localrag.store.connection import StoreError
+
 CHECK_INTERVAL_S = 24 * 3600
 CLOCK_SLACK_S = 60  # a recorded check this far in the future means the clock went back
 
@@ -47,8 +49,6 @@ class HealthCheck:
 
     def raise_if_damaged(self, db_path: Path) -> None:
         if not self.ok:
-            from localrag.store.connection import StoreError
-
             found = self.result.replace("*** in database main ***", "").strip()
             found = found if len(found) <= 160 else found[:157] + "..."
             raise StoreError(f"the index database {db_path} is damaged (quick_check: {found}; checked "
@@ -104,7 +104,7 @@ class Session:
     check is due is known before this process touches the file.
     """
 
-    def __init__(self, db_path: Path):
+    def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         self.stale: list[Path] = []
         self.others_live = 0

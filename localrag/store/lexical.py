@@ -26,7 +26,7 @@ def fts_query(text: str) -> str:
 
 
 class LexicalIndex:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def search(self, text: str, k: int, *, side: bool = False, only: Collection[int] | None = None) -> list[tuple[int, float]]:

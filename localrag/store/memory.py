@@ -14,7 +14,7 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 
@@ -35,7 +35,7 @@ class MemoryStats:
 
 
 class EdgeMemory:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
         self._attribution = threading.local()
 
@@ -101,7 +101,7 @@ class EdgeMemory:
     def written_by(self, query_id: int) -> list[EdgeKey]:
         """The edges a query's answer wrote, first write first."""
         rows = self.s.query("SELECT kind, a, b FROM memory_writes WHERE query_id = ? ORDER BY id", (query_id,))
-        return iter_keys((r[0], int(r[1]), int(r[2])) for r in rows)
+        return list(dict.fromkeys((r[0], int(r[1]), int(r[2])) for r in rows))
 
     def undo(self, query_id: int) -> int:
         """Put back the memory every edge had before this query wrote it; returns the edges restored."""
@@ -152,6 +152,10 @@ class EdgeMemory:
         learned = int(self.s.one("SELECT COUNT(DISTINCT query) FROM memory_log")[0])
         return MemoryStats(len(rows), [float(r[0]) for r in rows], learned, sum(int(r[1]) for r in rows))
 
+    def reinforced_by_kind(self) -> list[tuple[str, int]]:
+        """(edge kind, edges with a non-zero memory), by kind."""
+        return [(k, int(n)) for k, n in self.s.query("SELECT kind, COUNT(*) FROM edges WHERE norm > 0 GROUP BY kind")]
+
     def reset(self) -> int:
         n = int(self.s.one("SELECT COUNT(*) FROM edges")[0])
         with self.s.transaction():
@@ -178,7 +182,3 @@ class EdgeMemory:
             (passage_id,),
         )
         return int(row[0]) if row else None
-
-
-def iter_keys(items: Iterable[EdgeKey]) -> list[EdgeKey]:
-    return list(dict.fromkeys(items))

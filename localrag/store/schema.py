@@ -90,7 +90,7 @@ def _graph(dim: int) -> str:
     Deleting a passage cascades to its fact_sources and mentions; the triggers then delete
     facts nothing supports, entities nothing mentions, their vectors and coref rows. Entities
     that had a deleted entity as alias are queued in coref_dirty and recomputed before the
-    same transaction commits (Graph.refresh_dirty_coref). Other tables keyed by fact ids
+    same transaction commits (Coreference.refresh_dirty). Other tables keyed by fact ids
     (edge memories) clean up with their own AFTER DELETE ON facts trigger.
     """
     return f"""

@@ -32,7 +32,7 @@ def _turn(row: tuple) -> Turn:
 
 
 class Sessions:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def create(self, name: str | None = None) -> Session:

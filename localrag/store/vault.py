@@ -59,7 +59,7 @@ class PassageFilter:
 
 
 class VaultTables:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
 
     def available(self) -> bool:
@@ -129,6 +129,9 @@ class VaultTables:
             "SELECT (SELECT COUNT(*) FROM note_names WHERE kind = 'alias'), (SELECT COUNT(DISTINCT tag) FROM note_tags), "
             "(SELECT COUNT(*) FROM note_tags), (SELECT COUNT(*) FROM note_meta WHERE warning <> '')")
         return {"aliases": int(row[0]), "tags": int(row[1]), "tagged_notes": int(row[2]), "front_matter_warnings": int(row[3])}
+
+    def notes_with_aliases(self) -> int:
+        return int(self.s.one("SELECT COUNT(DISTINCT doc_id) FROM note_names WHERE kind = 'alias'")[0])
 
     # -- filters -------------------------------------------------------------------------------
     def filtered_passage_ids(self, f: PassageFilter) -> set[int]:

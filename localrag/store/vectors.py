@@ -64,7 +64,7 @@ class _BitsCache:
 
 
 class PassageVectors:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self.s = store
         self._cache: _BitsCache | None = None
         self._cache_lock = threading.Lock()
@@ -195,9 +195,6 @@ class PassageVectors:
             if len(hits) >= k or wanted >= total:
                 return hits[:k]
             wanted *= 4
-
-    def count_cached(self) -> int:
-        return self.count()
 
     def _bits(self) -> _BitsCache:
         """The sign-bit matrix of every vector, reloaded when the vector set has changed."""

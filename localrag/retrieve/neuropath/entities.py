@@ -3,6 +3,7 @@ with spans as the fallback; and the entity linking that gives path tracking its 
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Sequence
 
@@ -12,6 +13,8 @@ from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema
 from localrag.records import Trace
 from localrag.retrieve.base import Context
+
+logger = logging.getLogger(__name__)
 
 
 def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
@@ -76,7 +79,7 @@ def _cache_put(ctx: Context, kind: str, key: str, model: str, version: str, valu
     try:
         ctx.store.cache.put(kind, key, model, version, value)
     except Exception:  # a cache write (the index busy, or read-only) must never fail a question
-        pass
+        logger.warning("could not cache the %s reply for %r", kind, key, exc_info=True)
 
 
 def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, str, float]]:
@@ -86,10 +89,10 @@ def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, st
     vecs = ctx.embedder.encode(list(entities))
     out = []
     for text, vec in zip(entities, vecs):
-        hit = ctx.store.graph.entity_knn(vec, 1)
+        hit = ctx.store.graph.entities.knn(vec, 1)
         if hit:
             eid, sim = hit[0]
             out.append((text, eid, "", sim))
-    names = ctx.store.graph.entity_names([e for _, e, _, _ in out])
+    names = ctx.store.graph.entities.names([e for _, e, _, _ in out])
     return [(t, e, names.get(e, "?"), s) for t, e, _, s in out]
 

@@ -17,14 +17,17 @@ class FactLike(Protocol):
     tail_name: str
 
 
+class FactsView(Protocol):
+    def passages_mentioning(self, entity_id: int) -> list[int]: ...
+    def of_entity_in_passage(self, entity_id: int, passage_id: int) -> Sequence[FactLike]: ...
+
+
 class GraphView(Protocol):
     """What path tracking needs from the graph (store.graph implements it)."""
 
-    def entity_knn(self, vec: np.ndarray, k: int) -> list[tuple[int, float]]: ...
+    @property
+    def facts(self) -> FactsView: ...
     def aliases(self, entity_id: int) -> list[tuple[int, float]]: ...
-    def passages_mentioning(self, entity_id: int) -> list[int]: ...
-    def facts_of_entity_in_passage(self, entity_id: int, passage_id: int) -> Sequence[FactLike]: ...
-    def entity_names(self, ids: Sequence[int]) -> dict[int, str]: ...
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,8 @@ def first_hop(graph: GraphView, seeds: Sequence[int]) -> list[Path]:
     paths: list[Path] = []
     seen: set[str] = set()
     for p in with_coref(graph, seeds):
-        for d in graph.passages_mentioning(p):
-            for f in graph.facts_of_entity_in_passage(p, d):
+        for d in graph.facts.passages_mentioning(p):
+            for f in graph.facts.of_entity_in_passage(p, d):
                 text = segment(f)
                 if text in seen:
                     continue
@@ -74,8 +77,8 @@ def next_hop(graph: GraphView, base: Path, blocked: set[str]) -> list[Path]:
     """Extensions of one path from its link phrase (and aliases); no fact twice on a path."""
     out: list[Path] = []
     for p in with_coref(graph, [base.link]):
-        for d in graph.passages_mentioning(p):
-            for f in graph.facts_of_entity_in_passage(p, d):
+        for d in graph.facts.passages_mentioning(p):
+            for f in graph.facts.of_entity_in_passage(p, d):
                 seg = segment(f)
                 if f.id in base.facts or seg in blocked:
                     continue

@@ -29,7 +29,7 @@ class Recall:
 
 
 def _const(store: Store, head: int, tail: int) -> float:
-    vecs = store.graph.entity_vectors([head, tail])
+    vecs = store.graph.entities.vectors([head, tail])
     if head in vecs and tail in vecs:
         return float(np.dot(vecs[head], vecs[tail]))
     return 0.0
@@ -44,8 +44,8 @@ def recall_paths(store: Store, qvec: np.ndarray, seeds: list[int], cfg: MemorySe
     def dfs(entity: int, base: Path | None, weakest: float, depth: int) -> None:
         if depth >= cfg.max_depth:
             return
-        candidates = [(d, f) for d in store.graph.passages_mentioning(entity)
-                      for f in store.graph.facts_of_entity_in_passage(entity, d)]
+        candidates = [(d, f) for d in store.graph.facts.passages_mentioning(entity)
+                      for f in store.graph.facts.of_entity_in_passage(entity, d)]
         memories = store.memory.get([("fact", f.id, d) for d, f in candidates])
         for d, f in candidates:
             v = memories.get(("fact", f.id, d))
@@ -81,7 +81,7 @@ def _knn_recall(store: Store, qvec: np.ndarray, cfg: MemorySettings, out: Recall
     for (kind, a, b), _ in store.memory.knn(qvec, cfg.knn_k):
         if kind != "fact" or (a, b) in have:
             continue
-        facts = [f for f in store.graph.facts_in_passage(b) if f.id == a]
+        facts = [f for f in store.graph.facts.in_passage(b) if f.id == a]
         if not facts:
             continue
         f = facts[0]

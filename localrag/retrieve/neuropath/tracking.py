@@ -58,7 +58,7 @@ def track(ctx: Context, query: str, seeds: list[int], trace: Trace,
             trace.step("round", round=state.rounds, g=g, candidates=[], note="no candidate paths")
             break
         expandable = {i for i, p in enumerate(shown) if i >= len(old)}
-        names = graph.entity_names(sorted({p.link for p in shown}))
+        names = graph.entities.names(sorted({p.link for p in shown}))
         lines = render(shown, expandable, names)
         choice, errors = _ask(ctx, query, lines, len(shown), cfg)
         fell_back = choice is None

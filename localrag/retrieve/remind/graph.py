@@ -87,17 +87,17 @@ class RemindGraph:
 
     def _entity_edges(self, node: Node) -> list[Edge]:
         g = self.store.graph
-        out = [Edge(("mention", node.id, p), node, passage(p)) for p in g.passages_mentioning(node.id)]
-        for f in g.facts_of_entity(node.id):
+        out = [Edge(("mention", node.id, p), node, passage(p)) for p in g.facts.passages_mentioning(node.id)]
+        for f in g.facts.of_entity(node.id):
             other = f.tail if f.head == node.id else f.head
             if other == node.id:
                 continue
             sentence = f"{f.head_name} {f.relation} {f.tail_name}"
-            out += [Edge(("fact", f.id, d), node, entity(other), sentence) for d in g.fact_passages(f.id)]
+            out += [Edge(("fact", f.id, d), node, entity(other), sentence) for d in g.facts.passages(f.id)]
         return out
 
     def _passage_edges(self, node: Node) -> list[Edge]:
-        out = [Edge(("mention", e, node.id), node, entity(e)) for e in self.store.graph.passage_entities(node.id)]
+        out = [Edge(("mention", e, node.id), node, entity(e)) for e in self.store.graph.facts.passage_entities(node.id)]
         nxt = self.store.memory.next_passage(node.id)
         if nxt is not None:
             out.append(Edge(("next", node.id, nxt), node, passage(nxt)))
@@ -109,7 +109,7 @@ class RemindGraph:
     # -- vectors and weights ------------------------------------------------------------------
     def _load_vectors(self, nodes: list[Node]) -> None:
         want = [n for n in dict.fromkeys(nodes) if n not in self._vecs]
-        ents = self.store.graph.entity_vectors([n.id for n in want if n.kind == ENTITY])
+        ents = self.store.graph.entities.vectors([n.id for n in want if n.kind == ENTITY])
         pas = self.store.vectors.get([n.id for n in want if n.kind == PASSAGE])
         for n in want:
             self._vecs[n] = (ents if n.kind == ENTITY else pas).get(n.id)
@@ -165,7 +165,7 @@ class RemindGraph:
     def name(self, node: Node) -> str:
         if node.kind == ENTITY:
             if node.id not in self._names:
-                self._names.update(self.store.graph.entity_names([node.id]))
+                self._names.update(self.store.graph.entities.names([node.id]))
             return self._names.get(node.id, f"entity {node.id}")
         p = self.passage_record(node.id)
         return f"{p.path}: {p.heading or p.title}" if p else f"passage {node.id}"
