@@ -276,4 +276,4 @@ def test_completion_from_the_graph_fusion_keeps_its_top_when_the_model_picks_bad
     top = [sp.passage.path for sp in r.passages[:3]]
     assert [sp.passage.path for sp in fusion.passages[:2]] == top[:2] or set(top[:3]) >= {
         sp.passage.path for sp in fusion.passages[:2]}
-    assert completion_step(r)["graph"]["retriever"] == "graph"
+    assert completion_step(r).graph.retriever == "graph"
