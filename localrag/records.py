@@ -101,8 +101,9 @@ class Trace:
 
     @classmethod
     def from_json(cls, data: Mapping) -> "Trace":
-        """A stored trace (``to_json``) with its steps typed; the strategies' event modules must be
-        imported (``localrag.retrieve.strategy_names()`` loads them), else steps stay ``UnknownStep``."""
+        """A stored trace (``to_json``) with its steps typed (its LLM calls are not read back). The
+        strategies' event modules must be imported first (``localrag.retrieve.strategy_names()``
+        loads the built-in ones), else their steps stay ``UnknownStep``."""
         strategy = str(data.get("strategy", ""))
         steps = [event_from_json(strategy, s) for s in data.get("steps", []) if isinstance(s, Mapping)]
         return cls(strategy, steps, ms=float(data.get("ms", 0.0) or 0.0))
