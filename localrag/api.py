@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from localrag.answer import EMPTY_ANSWER, Answer
-from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_step
+from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_event
 from localrag.answer.flow import Composed, compose
 from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution, Turn
 from localrag.config import Settings
@@ -26,10 +26,12 @@ from localrag.llm.model_info import ModelSize, format_params, model_size
 from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
+from localrag.retrieve.neuropath.events import MemoryAnswerStep
 from localrag.store import Store
 from localrag.store.connection import database_error_message
 from localrag.store.lock import writer_lock
 from localrag.store.vault import PassageFilter
+from localrag.trace import FeedbackStep, MemoryEvent, TraceEvent
 
 if TYPE_CHECKING:
     from localrag.conversation import Conversation
@@ -259,11 +261,10 @@ class Assistant:
             composed = self._compose(asked, query, retrieval, request, conversation) if request.answer else None
         return Turn(resolution, query, retrieval, retrieve_ms, composed)
 
-    def _step_sink(self, asked: Asked) -> Callable[[str, str, dict], None]:
+    def _step_sink(self, asked: Asked) -> Callable[[str, TraceEvent], None]:
         """Each trace step of the strategy, as an event on the question's sink."""
-        def on_step(strategy_name: str, step: str, data: dict) -> None:
-            asked.emit(from_trace_step(strategy_name, step, data, asked.elapsed_ms() / 1000,
-                                       self.settings.neuropath.max_hop))
+        def on_step(strategy_name: str, event: TraceEvent) -> None:
+            asked.emit(from_trace_event(event, asked.elapsed_ms() / 1000, self.settings.neuropath.max_hop))
 
         return on_step
 
@@ -289,7 +290,7 @@ class Assistant:
         if answer and (composed is None or composed.abstained or composed.text.strip() in ("", EMPTY_ANSWER)):
             self._forget(asked.query_id)  # an empty reply is a failed answer too; an abstention learns nothing either
         if asked.rejected:
-            retrieval.trace.step("feedback", note="the last answer to this question was marked wrong: memory not read")
+            retrieval.trace.add(FeedbackStep(note="the last answer to this question was marked wrong: memory not read"))
         total_ms = asked.elapsed_ms()
         asked.emit(AnswerDone(elapsed_s=total_ms / 1000, abstained=bool(composed and composed.abstained)))
         result = self._answer_record(asked, turn, total_ms)
@@ -342,17 +343,17 @@ def memory_notes(trace: Trace) -> list[str]:
     """'recalled 3 edges, skipped 1 round, ~1,240 tokens saved' from a trace's memory step."""
     notes = []
     for step in trace.steps:
-        if step.get("step") != "memory":
+        if not isinstance(step, MemoryEvent):
             continue
-        parts = [f"recalled {step.get('recalled_edges', 0)} edges"]
-        if step.get("skipped_rounds"):
-            n = step["skipped_rounds"]
-            parts.append(f"skipped {n} round{'s' if n != 1 else ''}")
-        if step.get("tokens_saved_est"):
-            parts.append(f"~{step['tokens_saved_est']:,} tokens saved")
-        learned = f"learned: +{step.get('enhanced', 0)} / −{step.get('penalised', 0)} edges"
-        notes.append("memory: " + ", ".join(parts) + f"; {learned}")
+        parts = [f"recalled {step.recalled_edges} edges"]
+        skipped, saved = step.savings()
+        if skipped:
+            parts.append(f"skipped {skipped} round{'s' if skipped != 1 else ''}")
+        if saved:
+            parts.append(f"~{saved:,} tokens saved")
+        enhanced, penalised = step.learned()
+        notes.append("memory: " + ", ".join(parts) + f"; learned: +{enhanced} / −{penalised} edges")
     for step in trace.steps:
-        if step.get("step") == "memory_answer" and step.get("enhanced"):
-            notes.append(f"memory: learned from the answer's citations: +{step['enhanced']} edges")
+        if isinstance(step, MemoryAnswerStep) and step.enhanced:
+            notes.append(f"memory: learned from the answer's citations: +{step.enhanced} edges")
     return notes

@@ -6,7 +6,9 @@ import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
+
+from localrag.trace import TraceEvent, event_from_json, event_json
 
 
 @dataclass(frozen=True)
@@ -70,18 +72,18 @@ class LLMCallRecord:
 
 @dataclass
 class Trace:
-    """What a strategy did: named steps with data, plus the LLM calls it made."""
+    """What a strategy did: its typed steps (``localrag.trace``), plus the LLM calls it made."""
 
     strategy: str
-    steps: list[dict] = field(default_factory=list)
+    steps: list[TraceEvent] = field(default_factory=list)
     calls: list[LLMCallRecord] = field(default_factory=list)
     ms: float = 0.0
 
-    def step(self, name: str, **data: object) -> None:
-        self.steps.append({"step": name, **data})
+    def add(self, event: TraceEvent) -> None:
+        self.steps.append(event)
         listener = getattr(_step_listeners, "fn", None)
         if listener is not None:
-            listener(self.strategy, name, data)
+            listener(self.strategy, event)
 
     def tokens_by_phase(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -93,13 +95,22 @@ class Trace:
         return {
             "strategy": self.strategy,
             "ms": round(self.ms, 2),
-            "steps": self.steps,
+            "steps": [event_json(e) for e in self.steps],
             "calls": [c.__dict__ | {"total_tokens": c.total_tokens} for c in self.calls],
             "tokens_by_phase": self.tokens_by_phase(),
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping) -> "Trace":
+        """A stored trace (``to_json``) with its steps typed (its LLM calls are not read back). The
+        strategies' event modules must be imported first (``localrag.retrieve.strategy_names()``
+        loads the built-in ones), else their steps stay ``UnknownStep``."""
+        strategy = str(data.get("strategy", ""))
+        steps = [event_from_json(strategy, s) for s in data.get("steps", []) if isinstance(s, Mapping)]
+        return cls(strategy, steps, ms=float(data.get("ms", 0.0) or 0.0))
 
-StepListener = Callable[[str, str, dict], None]
+
+StepListener = Callable[[str, TraceEvent], None]
 _step_listeners = threading.local()
 
 

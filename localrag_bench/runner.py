@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import random
 
@@ -36,6 +36,9 @@ from localrag.embed import Embedder
 from localrag.ingest.sync import Progress
 from localrag.records import LLMCallRecord, Trace
 from localrag.retrieve import strategy_names
+from localrag.retrieve.neuropath import CompletionInput
+from localrag.retrieve.neuropath import events as neuropath_events
+from localrag.trace import MemoryEvent, TraceEvent
 
 # strategies that read the knowledge graph: the index must extract it first
 GRAPH_STRATEGIES = ("ppr", "graph", "neuropath", "remind")
@@ -237,30 +240,54 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
 
 
 def tracking_summary(trace: Trace) -> dict:
-    """NeuroPath's seeds and completion inputs from a trace; {} for other strategies."""
+    """A record's ``tracking``: NeuroPath's seeds and completion inputs from a trace; {} for other strategies.
+
+    The bench's own format (``completion_input`` reads it back), kept in result files so other
+    fusions can be replayed offline (scripts/neuropath_refuse.py).
+    """
     out: dict = {}
     for step in trace.steps:
-        if step.get("step") == "seeds" and trace.strategy == "neuropath":
-            out["seeds"] = [s["id"] for s in step.get("seeds", []) if "id" in s]
-        elif step.get("step") == "completion":
-            keys = ("path_docs", "path_ends", "fallback", "chain", "requirement")
-            out.update({key: step[key] for key in keys if key in step})
+        if isinstance(step, neuropath_events.SeedsStep):
+            out["seeds"] = [s.id for s in step.seeds]
+        elif isinstance(step, neuropath_events.CompletionStep):
+            out.update(path_docs=list(step.path_docs), path_ends=list(step.path_ends), fallback=step.fallback,
+                       chain=step.chain, requirement=step.requirement)
     return out
 
 
+def completion_input(tracking: Mapping[str, Any]) -> CompletionInput:
+    """What tracking handed to completion, from a record's ``tracking`` (``tracking_summary``);
+    missing keys (older result files) are empty."""
+    return CompletionInput(tuple(tracking.get("path_docs", [])), tuple(tracking.get("path_ends", [])),
+                           str(tracking.get("chain", "")), str(tracking.get("requirement", "")),
+                           bool(tracking.get("fallback")), tuple(tracking.get("seeds", [])))
+
+
 MEMORY_FIGURES = ("recalled_edges", "from_knn", "skipped_rounds", "tokens_saved_est", "enhanced", "penalised")
+
+
+def _memory_numbers(step: TraceEvent) -> dict[str, int] | None:
+    """The memory figures one step holds (None: not a memory step)."""
+    if isinstance(step, neuropath_events.MemoryStep):
+        return {"recalled_edges": step.recalled_edges, "from_knn": step.from_knn, "skipped_rounds": step.skipped_rounds,
+                "tokens_saved_est": step.tokens_saved_est, "enhanced": step.enhanced, "penalised": step.penalised}
+    if isinstance(step, neuropath_events.MemoryAnswerStep):
+        return {"enhanced": step.enhanced}
+    if isinstance(step, MemoryEvent):
+        enhanced, penalised = step.learned()
+        return {"recalled_edges": step.recalled_edges, "enhanced": enhanced, "penalised": penalised}
+    return None
 
 
 def memory_figures(trace: Trace) -> dict[str, int]:
     """The numbers of a trace's memory step(s); {} when the strategy neither read nor wrote memory."""
     out: dict[str, int] = {}
     for step in trace.steps:
-        if step.get("step") not in ("memory", "memory_answer"):
+        numbers = _memory_numbers(step)
+        if numbers is None:
             continue
         for name in MEMORY_FIGURES:
-            value = step.get(name, 0)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[name] = out.get(name, 0) + int(value)
+            out[name] = out.get(name, 0) + int(numbers.get(name, 0))
     return out
 
 

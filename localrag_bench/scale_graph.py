@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from localrag.records import Trace
+from localrag.retrieve.ppr import GraphStep
 from localrag_bench.graph_corpus import GraphNote, generate_graph_corpus, write_graph_corpus
 from localrag_bench.results import MachineInfo, machine_info
 from localrag_bench.scale import Latency, Timings, _clear_query_cache, resync_in_fresh_process
@@ -223,8 +225,8 @@ def cold_ask(work: Path, question: str) -> tuple[float, str]:
         raise RuntimeError(f"the cold ask failed: {proc.stderr.strip()[-800:]}")
     how = ""
     try:
-        trace = json.loads(proc.stdout).get("trace", {})
-        how = next((s.get("loaded", "") for s in trace.get("steps", []) if s.get("step") == "graph"), "")
+        trace = Trace.from_json(json.loads(proc.stdout).get("trace", {}))
+        how = next((s.loaded for s in trace.steps if isinstance(s, GraphStep)), "")
     except (ValueError, AttributeError):
         pass
     return wall, how

@@ -23,12 +23,12 @@ from localrag.api import Assistant, Index
 from localrag.config import load_settings
 from localrag_bench.data import default_work_dir, doc_id_of, load_dataset
 from localrag_bench.metrics import recall_at_k
-from localrag_bench.runner import prepare_index, tracking_summary
+from localrag_bench.runner import completion_input, prepare_index, tracking_summary
 from localrag.records import Trace
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
-from localrag.retrieve.neuropath import CompletionInput, fuse
+from localrag.retrieve.neuropath import fuse
 
 # name -> NeuroPathSettings overrides
 def _v(completion: str, graph: str, paths: float, fallback: float, **more) -> dict:
@@ -85,7 +85,7 @@ def main() -> None:
         records = {}
         for row in reversed(index.store.calls.recent_queries(100_000)):  # oldest first: the latest run wins
             if row.strategy == "neuropath" and row.text in by_text and row.trace.get("steps"):
-                records[by_text[row.text]] = {"tracking": tracking_summary(Trace("neuropath", row.trace["steps"]))}
+                records[by_text[row.text]] = {"tracking": tracking_summary(Trace.from_json(row.trace))}
     else:
         records = {r["id"]: r for r in saved["records"] if r["strategy"] == "neuropath"}
     ctx = Assistant(index).context()
@@ -118,7 +118,7 @@ def main() -> None:
                     else dense_ranked(ctx, q.question, args.k)
                 add(name, distinct(fallback), gold)
                 continue
-            inp = CompletionInput.from_tracking(t)
+            inp = completion_input(t)
             ctx.settings.neuropath = dataclasses.replace(base, **({"merge": "fused", "fuse_k": 8} | overrides))
             retrieval = fuse(ctx, q.question, inp, args.k, Trace("neuropath"))
             ctx.settings.neuropath = base

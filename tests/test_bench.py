@@ -157,7 +157,7 @@ def test_hybrid_fusion_constant_comes_from_settings(first_run, embedder):
             trace = Assistant(index, llm=object()).retrieve(question, "hybrid", 10).trace
         finally:
             index.close()
-        assert trace.steps[0]["rrf_k"] == expected
+        assert trace.steps[0].rrf_k == expected
 
 
 def _cli(argv: list[str]) -> int:

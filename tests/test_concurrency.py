@@ -22,6 +22,7 @@ from pathlib import Path
 
 from localrag.api import Index
 from localrag.config import load_settings
+from localrag.retrieve.neuropath.events import MemoryStep
 
 from reliability_checks import check_store, diff, snapshot
 
@@ -304,6 +305,6 @@ def test_a_reader_that_cannot_write_still_answers(tmp_path, embedder):
     answer = Assistant(ro, llm=ScriptedLLM(respond)).ask("Where is Mira Okafor's project hosted?",
                                                         strategy="neuropath", answer=False)
     assert answer.retrieval.passages and answer.query_id is None
-    memory = next(s for s in answer.retrieval.trace.steps if s["step"] == "memory")
-    assert memory["enhanced"] == 0 and "readonly" in memory["not_written"]
+    memory = next(s for s in answer.retrieval.trace.steps if isinstance(s, MemoryStep))
+    assert memory.enhanced == 0 and "readonly" in memory.not_written
     ro.close()

@@ -12,6 +12,7 @@ from localrag.api import Assistant, Index
 from localrag.llm.base import LLMError
 from localrag.memory.feedback import FeedbackError, mark
 from localrag.records import Triple
+from localrag.trace import FeedbackStep
 
 from scripted_llm import ScriptedLLM, line_id
 
@@ -87,7 +88,7 @@ def test_a_wrong_answer_marked_wrong_is_unlearned_and_the_repeat_runs_full_retri
     assert "track" in bot.phases(n)
     assert again.retrieval.passages[0].passage.path in {"mira.md", "heron.md"}
     assert "bakery.md" != again.retrieval.passages[0].passage.path
-    assert any(s["step"] == "feedback" for s in again.retrieval.trace.steps)
+    assert any(isinstance(s, FeedbackStep) for s in again.retrieval.trace.steps)
 
 
 def test_right_reinforces_the_edges_the_answer_wrote(kb):

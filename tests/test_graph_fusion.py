@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from kg_helpers import write_notes
 
 from localrag.retrieve import Context, get_strategy
-from localrag.retrieve.graph import FusionWeights, fuse, passage_scores
+from localrag.retrieve.graph import FusionStep, FusionWeights, fuse, passage_scores
 
 pytest_plugins = ["conftest_kg"]
 
@@ -57,8 +57,8 @@ def test_two_hop_question_fuses_without_a_model(kg_index, tmp_path):
     ctx = Context(index.store, index.embedder, index.settings)  # no llm_factory: a model call would raise
     got = get_strategy("graph").retrieve(ctx, "Which river flows through the town of the Kallendar Workshop?", 4)
     assert {sp.passage.path for sp in got.passages[:2]} == {"kallendar-workshop.md", "orlinsford.md"}
-    fusion = next(s for s in got.trace.steps if s["step"] == "fusion")
-    assert fusion["hits"]["ppr"] > 0 and any(s["name"] == "kallendar workshop" for s in fusion["seeds"])
+    fusion = next(s for s in got.trace.steps if isinstance(s, FusionStep))
+    assert fusion.hits.ppr > 0 and any(s.name == "kallendar workshop" for s in fusion.seeds)
     assert not got.trace.calls
     scores = [sp.score for sp in got.passages]
     assert scores == sorted(scores, reverse=True)
@@ -70,7 +70,7 @@ def test_without_a_graph_it_is_dense_and_lexical(kg_index, tmp_path):
     ctx = Context(index.store, index.embedder, index.settings)
     got = get_strategy("graph").retrieve(ctx, "Where can I buy a rye and plum loaf?", 3)
     assert got.passages[0].passage.path == "bakery.md"
-    assert next(s for s in got.trace.steps if s["step"] == "fusion")["hits"]["ppr"] == 0
+    assert next(s for s in got.trace.steps if isinstance(s, FusionStep)).hits.ppr == 0
 
 
 def test_a_walk_from_hub_seeds_counts_less_than_one_from_a_specific_entity():

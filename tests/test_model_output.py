@@ -21,6 +21,8 @@ from localrag.config import load_settings
 from localrag.llm.base import LLMError, Reply, Usage
 from localrag.llm.jsoncall import call_json
 from localrag.records import Triple
+from localrag.retrieve.neuropath.events import RoundStep
+from localrag.trace import TraceEvent, event_name
 
 from scripted_llm import ScriptedLLM, line_id
 
@@ -112,8 +114,8 @@ def _phases(llm: ScriptedLLM) -> list[str]:
     return [phase for phase, _ in llm.calls]
 
 
-def _step(retrieval, name: str) -> dict:
-    return next(s for s in retrieval.trace.steps if s["step"] == name)
+def _step(retrieval, name: str) -> TraceEvent:
+    return next(s for s in retrieval.trace.steps if event_name(s) == name)
 
 
 def _retrieve(index: Index, llm, strategy: str = "neuropath"):
@@ -166,9 +168,9 @@ def test_tracking_fault_falls_back_to_embedding_order(graph_index, fault):
     llm = FaultyLLM(respond)
     r, calls = _retrieve(graph_index, llm)
     rnd = _step(r, "round")
-    assert rnd["fallback"], "the fallback is recorded in the trace"
-    assert len(rnd["errors"]) == 2 and all(rnd["errors"]), "both rejected replies say why"
-    assert rnd["selected"], "paths were still chosen (by embedding order)"
+    assert rnd.fallback, "the fallback is recorded in the trace"
+    assert len(rnd.errors) == 2 and all(rnd.errors), "both rejected replies say why"
+    assert rnd.selected, "paths were still chosen (by embedding order)"
     assert r.passages and r.passages[0].passage.path == "mira.md"
     assert _phases(llm) == ["ner", "track", "track"]
     assert [c.phase for c in calls] == ["ner", "track", "track"], "each call is recorded with its phase"
@@ -185,8 +187,8 @@ def test_tracking_repeated_ids_are_deduplicated(graph_index):
     llm = FaultyLLM(respond)
     r, _ = _retrieve(graph_index, llm)
     rnd = _step(r, "round")
-    assert not rnd["fallback"] and rnd["errors"] == []
-    assert len(rnd["selected"]) == 1 and len(rnd["expand"]) == 1
+    assert not rnd.fallback and rnd.errors == ()
+    assert len(rnd.selected) == 1 and len(rnd.expand) == 1
     assert [sp.source for sp in r.passages].count("path") == 1
 
 
@@ -205,9 +207,9 @@ def test_tracking_repaired_on_retry_uses_the_model_choice(graph_index):
 
     r, _ = _retrieve(graph_index, FaultyLLM(respond))
     rnd = _step(r, "round")
-    assert not rnd["fallback"]
-    assert rnd["errors"] == ["reply cut at max_tokens before the JSON ended"]
-    assert rnd["chain"] == "Mira leads Heron."
+    assert not rnd.fallback
+    assert rnd.errors == ("reply cut at max_tokens before the JSON ended",)
+    assert rnd.chain == "Mira leads Heron."
 
 
 # -- query NER ----------------------------------------------------------------------------------------
@@ -229,9 +231,9 @@ def test_ner_fault_falls_back_to_spans_and_is_not_cached(graph_index, fault):
     assistant = Assistant(graph_index, llm=llm)
     r = assistant.retrieve(QUESTION, "neuropath", 5)
     ner = _step(r, "ner")
-    assert ner["error"] and ner["grounded"] == []
+    assert ner.error and ner.grounded == ()
     entities = _step(r, "query_entities")
-    assert entities["source"] == "rules" and any("Mira Okafor" in e for e in entities["entities"])
+    assert entities.source == "rules" and any("Mira Okafor" in e for e in entities.entities)
     assert r.passages[0].passage.path == "mira.md"
     assistant.retrieve(QUESTION, "neuropath", 5)
     assert _phases(llm).count("ner") == 4, "a failed NER reply is retried on the next question, not cached"
@@ -382,9 +384,9 @@ def test_real_model_with_tiny_max_tokens_records_failures_and_falls_back(bundled
     assert {r for _, r, _ in failures} == {"reply cut at max_tokens before the JSON ended"}
     assert idx.store.graph.counts().facts > 0, "the rules fallback filled the graph"
     answer = Assistant(idx).ask(QUESTION, strategy="neuropath")
-    rounds = [s for s in answer.retrieval.trace.steps if s["step"] == "round"]
-    assert rounds and rounds[0]["fallback"]
-    assert "reply cut at max_tokens before the JSON ended" in rounds[0]["errors"]
+    rounds = [s for s in answer.retrieval.trace.steps if isinstance(s, RoundStep)]
+    assert rounds and rounds[0].fallback
+    assert "reply cut at max_tokens before the JSON ended" in rounds[0].errors
     assert answer.retrieval.passages
     assert any("cut at 8 tokens" in n for n in answer.notes)
     assert answer.text and answer.citations

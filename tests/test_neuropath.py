@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from localrag.api import Assistant, Index
 from localrag.records import Triple
+from localrag.retrieve.neuropath.events import (CompletionStep, MemoryAnswerStep, NerStep, RoundStep,
+                                                SeedsStep)
 from localrag.retrieve.neuropath.paths import Path, path_docs, prune, render, with_coref
+from localrag.trace import FallbackStep
 
 from scripted_llm import ScriptedLLM, line_id
 
@@ -94,10 +99,10 @@ def test_scripted_two_round_trace(graph_index):
     llm = scripted_two_rounds()
     a = Assistant(graph_index, llm=llm)
     r = a.retrieve(QUESTION, "neuropath", 5)
-    rounds = [s for s in r.trace.steps if s["step"] == "round"]
+    rounds = [s for s in r.trace.steps if isinstance(s, RoundStep)]
     assert len(rounds) == 2
-    assert rounds[0]["g"] == QUESTION and rounds[1]["g"] == "where the heron project is hosted"
-    assert all(c["text"].startswith("mira okafor->leads->heron project; ") for c in rounds[1]["candidates"][1:])
+    assert rounds[0].g == QUESTION and rounds[1].g == "where the heron project is hosted"
+    assert all(c.text.startswith("mira okafor->leads->heron project; ") for c in rounds[1].candidates[1:])
     paths = [sp.passage.path for sp in r.passages]
     # path documents first, in hop order, then completion (which finds the river note)
     assert paths[:2] == ["mira.md", "heron.md"]
@@ -124,10 +129,10 @@ def test_useless_model_reply_falls_back_to_embedding_order(graph_index):
 
     llm = ScriptedLLM(respond)
     r = Assistant(graph_index, llm=llm).retrieve(QUESTION, "neuropath", 5)
-    ner = next(s for s in r.trace.steps if s["step"] == "ner")
-    assert ner["grounded"] == ["Mira Okafor"]  # the invented entity is not in the question
-    rnd = next(s for s in r.trace.steps if s["step"] == "round")
-    assert rnd["fallback"] and rnd["selected"]
+    ner = next(s for s in r.trace.steps if isinstance(s, NerStep))
+    assert ner.grounded == ("Mira Okafor",)  # the invented entity is not in the question
+    rnd = next(s for s in r.trace.steps if isinstance(s, RoundStep))
+    assert rnd.fallback and rnd.selected
     assert r.passages[0].passage.path == "mira.md"
     assert [c[0] for c in llm.calls] == ["ner", "track", "track"]  # one repair retry, then fallback
 
@@ -136,7 +141,7 @@ def test_no_entities_means_dense_without_tracking(graph_index):
     llm = ScriptedLLM(lambda m, s, p: {"named_entities": []})
     graph_index.settings.neuropath.ner = "llm"
     r = Assistant(graph_index, llm=llm).retrieve("what sells every morning?", "neuropath", 3)
-    assert any(s["step"] == "fallback" for s in r.trace.steps)
+    assert any(isinstance(s, FallbackStep) for s in r.trace.steps)
     assert [c[0] for c in llm.calls] == ["ner"]
     assert r.passages[0].passage.path == "bakery.md"
 
@@ -154,30 +159,30 @@ def test_too_broad_selection_is_narrowed_by_similarity(graph_index):
              ("mira okafor", "works at", "institute"), ("mira okafor", "likes", "rye bread")]
     graph_index.store.graph.write_extraction(p.id, [Triple(*t) for t in extra], [], graph_index.embedder.encode)
     r = Assistant(graph_index, llm=ScriptedLLM(respond)).retrieve(QUESTION, "neuropath", 5)
-    rnd = next(s for s in r.trace.steps if s["step"] == "round")
-    assert len(rnd["candidates"]) == 4  # the four facts of the one grounded seed
-    assert "too broad" in rnd["fallback"] and len(rnd["selected"]) == 3
-    sims = {c["id"]: c["sim"] for c in rnd["candidates"]}
-    assert sorted(sims.values(), reverse=True)[:3] == sorted((sims[i] for i in rnd["selected"]), reverse=True)
+    rnd = next(s for s in r.trace.steps if isinstance(s, RoundStep))
+    assert len(rnd.candidates) == 4  # the four facts of the one grounded seed
+    assert "too broad" in rnd.fallback and len(rnd.selected) == 3
+    sims = {c.id: c.sim for c in rnd.candidates}
+    assert sorted(sims.values(), reverse=True)[:3] == sorted((sims[i] for i in rnd.selected), reverse=True)
 
 
 # -- completion: fusion weights, the graph list, offline replay ------------------------------------
 def completion_step(r):
-    return next(s for s in r.trace.steps if s["step"] == "completion")
+    return next(s for s in r.trace.steps if isinstance(s, CompletionStep))
 
 
 def test_unusable_reply_lowers_the_path_list_weight(graph_index):
     graph_index.settings.memory.enabled = False  # the second ask must track again, not recall
     graph_index.settings.neuropath.path_weight, graph_index.settings.neuropath.fallback_weight = 1.0, 0.5
     good = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
-    assert completion_step(good)["path_weight"] == 1.0 and completion_step(good)["fallback"] is False
+    assert completion_step(good).path_weight == 1.0 and completion_step(good).fallback is False
 
     def useless(messages, schema, phase):
         return {"named_entities": ["Mira Okafor"]} if phase == "ner" else "not json"
 
     bad = Assistant(graph_index, llm=ScriptedLLM(useless)).retrieve(QUESTION, "neuropath", 5)
     step = completion_step(bad)
-    assert step["fallback"] is True and step["path_weight"] == 0.5
+    assert step.fallback is True and step.path_weight == 0.5
 
 
 def test_graph_list_restarts_at_the_seeds_and_the_path_ends(graph_index):
@@ -185,26 +190,26 @@ def test_graph_list_restarts_at_the_seeds_and_the_path_ends(graph_index):
     r = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
     step = completion_step(r)
     ids = graph_index.store.graph.entities.ids(["mira okafor", "vessby"])
-    assert step["path_ends"] == [ids["vessby"]]  # the open end of heron project->hosted in->vessby
-    assert {ids["mira okafor"], ids["vessby"]} <= set(step["graph"]["restart"])
-    assert step["graph"]["scored_passages"] > 0
+    assert step.path_ends == (ids["vessby"],)  # the open end of heron project->hosted in->vessby
+    assert {ids["mira okafor"], ids["vessby"]} <= set(step.graph.restart)
+    assert step.graph.scored_passages > 0
     # the river note is reached by the walk from the path's end: it ranks right after the path docs
     assert [sp.passage.path for sp in r.passages[:3]] == ["mira.md", "heron.md", "vessby.md"]
     graph_index.settings.neuropath.graph_completion = "none"
     r2 = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(QUESTION, "neuropath", 5)
-    assert "graph" not in completion_step(r2)
+    assert completion_step(r2).graph is None
 
 
 def test_a_bench_record_replays_to_the_same_ranking(graph_index):
-    from localrag_bench.runner import tracking_summary
+    from localrag_bench.runner import completion_input, tracking_summary
     from localrag.records import Trace
-    from localrag.retrieve.neuropath import CompletionInput, fuse
+    from localrag.retrieve.neuropath import fuse
 
     a = Assistant(graph_index, llm=scripted_two_rounds())
     r = a.retrieve(QUESTION, "neuropath", 5)
     t = tracking_summary(r.trace)
     assert t["path_docs"] and t["seeds"] and "chain" in t and t["fallback"] is False
-    inp = CompletionInput.from_tracking(t)
+    inp = completion_input(json.loads(json.dumps(t)))  # as a result file holds it
     again = fuse(a.context(), QUESTION, inp, 5, Trace("neuropath"))
     assert [sp.passage.id for sp in again.passages] == [sp.passage.id for sp in r.passages]
     assert tracking_summary(Assistant(graph_index, llm=object()).retrieve(QUESTION, "hybrid", 5).trace) == {}
@@ -222,8 +227,8 @@ def test_stand_in_paths_cited_by_the_answer_are_learned(graph_index):
     a = Assistant(graph_index, llm=ScriptedLLM(respond))
     first = a.ask(QUESTION, strategy="neuropath")
     assert first.retrieval.passages[0].passage.path == "mira.md"
-    learned = next(s for s in first.retrieval.trace.steps if s["step"] == "memory_answer")
-    assert learned["enhanced"] >= 1 and any("mira okafor->leads" in p for p in learned["paths"])
+    learned = next(s for s in first.retrieval.trace.steps if isinstance(s, MemoryAnswerStep))
+    assert learned.enhanced >= 1 and any("mira okafor->leads" in p for p in learned.paths)
     assert any("learned from the answer" in n for n in first.notes)
     second = a.ask(QUESTION, strategy="neuropath")
     assert [c.phase for c in second.calls] == ["answer"]  # NER cached, tracking replaced by recall
@@ -231,7 +236,7 @@ def test_stand_in_paths_cited_by_the_answer_are_learned(graph_index):
     graph_index.store.memory.reset()
     silent = Assistant(graph_index, llm=ScriptedLLM(lambda m, s, p: respond(m, s, p) if p != "answer" else "No idea."))
     r = silent.ask(QUESTION, strategy="neuropath")
-    assert next(s for s in r.retrieval.trace.steps if s["step"] == "memory_answer")["enhanced"] == 0
+    assert next(s for s in r.retrieval.trace.steps if isinstance(s, MemoryAnswerStep)).enhanced == 0
     assert graph_index.store.memory.count() == 0
 
 
@@ -245,9 +250,9 @@ def test_common_nouns_from_ner_are_not_seeds(graph_index):
         return scripted_two_rounds().respond(messages, schema, phase)
 
     r = Assistant(graph_index, llm=ScriptedLLM(respond)).retrieve(QUESTION, "neuropath", 5)
-    ner = next(s for s in r.trace.steps if s["step"] == "ner")
-    assert ner["grounded"] == ["Mira Okafor"] and ner["generic"] == ["river", "town"]
-    assert [s["entity"] for s in next(s for s in r.trace.steps if s["step"] == "seeds")["seeds"]] == ["mira okafor"]
+    ner = next(s for s in r.trace.steps if isinstance(s, NerStep))
+    assert ner.grounded == ("Mira Okafor",) and ner.generic == ("river", "town")
+    assert [s.entity for s in next(s for s in r.trace.steps if isinstance(s, SeedsStep)).seeds] == ["mira okafor"]
     q = "Which film has the director who was born earlier, A Romance Of The Air or How Moscha Came Back?"
     assert [e for e in ("film", "director", "A Romance Of The Air", "Moscha", "Which") if is_named(e, q)] == \
         ["A Romance Of The Air", "Moscha"]
@@ -271,4 +276,4 @@ def test_completion_from_the_graph_fusion_keeps_its_top_when_the_model_picks_bad
     top = [sp.passage.path for sp in r.passages[:3]]
     assert [sp.passage.path for sp in fusion.passages[:2]] == top[:2] or set(top[:3]) >= {
         sp.passage.path for sp in fusion.passages[:2]}
-    assert completion_step(r)["graph"]["retriever"] == "graph"
+    assert completion_step(r).graph.retriever == "graph"

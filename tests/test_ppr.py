@@ -8,7 +8,8 @@ from kg_helpers import write_notes
 
 from localrag.records import Triple
 from localrag.retrieve import Context, get_strategy
-from localrag.retrieve.ppr import entity_graph, personalised_pagerank
+from localrag.retrieve.ppr import SeedsStep, entity_graph, personalised_pagerank
+from localrag.trace import FallbackStep
 
 pytest_plugins = ["conftest_kg"]
 
@@ -46,8 +47,8 @@ def test_power_iteration_matches_networkx_pagerank(kg_index, tmp_path):
 def test_two_hop_over_a_link_reaches_the_linked_note(kg_index, tmp_path):
     index = built(kg_index, tmp_path)
     got = get_strategy("ppr").retrieve(ctx_for(index), "Which river flows through the town of the Kallendar Workshop?", 4)
-    seeds = next(s for s in got.trace.steps if s["step"] == "seeds")["seeds"]
-    assert any(s["name"] == "kallendar workshop" and s["via"] == "span" for s in seeds)
+    seeds = next(s for s in got.trace.steps if isinstance(s, SeedsStep)).seeds
+    assert any(s.name == "kallendar workshop" and s.via == "span" for s in seeds)
     top2 = {sp.passage.path for sp in got.passages[:2]}
     assert top2 == {"kallendar-workshop.md", "orlinsford.md"}
     assert got.passages[0].source == "ppr" and got.passages[0].score >= got.passages[1].score > 0
@@ -59,7 +60,7 @@ def test_no_query_entity_falls_back_to_dense_order(kg_index, tmp_path):
     got = get_strategy("ppr").retrieve(ctx_for(index), query, 3)
     dense = get_strategy("dense").retrieve(ctx_for(index), query, 3)
     assert [sp.passage.id for sp in got.passages] == [sp.passage.id for sp in dense.passages]
-    assert any(s["step"] == "fallback" for s in got.trace.steps)
+    assert any(isinstance(s, FallbackStep) for s in got.trace.steps)
 
 
 def test_graph_is_cached_until_the_graph_changes(kg_index, tmp_path, embedder):

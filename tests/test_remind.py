@@ -16,6 +16,7 @@ from localrag.memory.edges import enhance, readout
 from localrag.retrieve.remind.dfs import Step, expand, valid_steps
 from localrag.retrieve.remind.graph import Edge, RemindGraph, entity, passage
 from localrag.records import Triple
+from localrag.trace import event_name
 
 from scripted_llm import ScriptedLLM
 
@@ -108,7 +109,7 @@ def navigator(policy: str = "smart", judge: str = "smart", label: str = "useful"
 
 
 def steps(r, name):
-    return [s for s in r.trace.steps if s["step"] == name]
+    return [s for s in r.trace.steps if event_name(s) == name]
 
 
 # -- the walk -------------------------------------------------------------------------------------
@@ -116,14 +117,14 @@ def test_walk_uses_shortcut_choice_backtrack_and_stops_when_judged_sufficient(kb
     llm = navigator()
     r = Assistant(kb, llm=llm).retrieve(QUESTION, "remind", 5)
     moves = steps(r, "move")
-    assert [m["kind"] for m in moves] == ["shortcut", "backtrack", "choice", "shortcut", "choice", "shortcut"]
-    assert moves[0]["at"] == 'entity "mira okafor"' and "institute.md" in moves[0]["to"]  # no LLM call for it
-    assert "mira.md" in moves[1]["to"]  # back to the seed passage, which still has unexplored neighbours
-    assert moves[2]["to"] == 'entity "heron project"'
-    assert all(isinstance(c["w"], float) for c in moves[2]["candidates"])
+    assert [m.kind for m in moves] == ["shortcut", "backtrack", "choice", "shortcut", "choice", "shortcut"]
+    assert moves[0].at == 'entity "mira okafor"' and "institute.md" in moves[0].to  # no LLM call for it
+    assert "mira.md" in moves[1].to  # back to the seed passage, which still has unexplored neighbours
+    assert moves[2].to == 'entity "heron project"'
+    assert all(isinstance(c.w, float) for c in moves[2].candidates)
     stop = steps(r, "stop")[0]
-    assert stop["reason"] == "sufficient" and stop["jumps"] == 5 and stop["iterations"] == 6
-    judged = [j["sufficient"] for j in steps(r, "judge")]
+    assert stop.reason == "sufficient" and stop.jumps == 5 and stop.iterations == 6
+    judged = [j.sufficient for j in steps(r, "judge")]
     assert judged == ["no", "no", "no", "yes"]  # the seeds, then after each collected passage
     # R10: the model sees each candidate's weight
     nexts = [m for p, m in llm.calls if p == "traverse" and "Candidates:" in m[-1]["content"]]
@@ -136,7 +137,7 @@ def test_walk_uses_shortcut_choice_backtrack_and_stops_when_judged_sufficient(kb
     assert ranked[4] == ("bakery.md", "dense") and len(ranked) == 5
     mem = steps(r, "memory")[0]
     # seed passage mira.md -> heron project -> heron.md -> vessby -> vessby.md is valid; the institute branch is not
-    assert mem["mode"] == "labelled" and (mem["valid"], mem["invalid"], mem["enhanced"]) == (4, 1, 4)
+    assert mem.mode == "labelled" and (mem.valid, mem.invalid, mem.enhanced) == (4, 1, 4)
     assert kb.store.memory.count() == 4
 
 
@@ -149,23 +150,23 @@ def test_same_question_again_makes_fewer_calls(kb, trust):
     second = Assistant(kb, llm=llm).retrieve(QUESTION, "remind", 5)
     if trust:  # every recalled edge reads >= memory.skip_above after one enhancement: no judge, no walk
         assert len(second.trace.calls) == 0 < len(first.trace.calls) == 8 and llm.calls == []
-        assert "walk skipped" in steps(second, "stop")[0]["reason"] and not steps(second, "judge")
+        assert "walk skipped" in steps(second, "stop")[0].reason and not steps(second, "judge")
     else:
         assert len(second.trace.calls) == 1 < len(first.trace.calls) == 8
         assert [p for p, _ in llm.calls] == ["traverse"]  # one judge call, yes at once
     exp = steps(second, "expansion")[0]
-    assert exp["recalled_edges"] == 4 and exp["passages"] == [pid(kb, "heron.md"), pid(kb, "vessby.md")]
-    assert all(e["w"] > kb.settings.memory.lam for e in exp["edges"])
+    assert exp.recalled_edges == 4 and exp.passages == (pid(kb, "heron.md"), pid(kb, "vessby.md"))
+    assert all(e.w > kb.settings.memory.lam for e in exp.edges)
     assert {sp.passage.path for sp in second.passages[:3]} == set(USEFUL)
     assert [sp.source for sp in second.passages[:3]] == ["seed", "memory", "memory"]
-    assert steps(second, "stop")[0]["jumps"] == 0
+    assert steps(second, "stop")[0].jumps == 0
     mem = steps(second, "memory")[0]
     if trust:  # nothing new was checked: a memory never confirms itself
-        assert mem["enhanced"] == 0 and "trusted recall" in mem["mode"]
+        assert mem.enhanced == 0 and "trusted recall" in mem.mode
         assert kb.store.memory.stats() == before
         return
     # R15, default "reinforce": memory alone was judged sufficient, so its edges are enhanced once more
-    assert mem["enhanced"] == 4 and "zero-jump" in mem["mode"]
+    assert mem.enhanced == 4 and "zero-jump" in mem.mode
     after = kb.store.memory.stats()
     assert min(after.norms) > max(before.norms) and after.updates == before.updates + 4
 
@@ -176,7 +177,7 @@ def test_zero_jump_skip_leaves_memory_alone(kb):
     before = kb.store.memory.stats()
     kb.settings.remind.zero_jump = "skip"
     r = Assistant(kb, llm=navigator()).retrieve(QUESTION, "remind", 5)
-    assert len(r.trace.calls) == 1 and steps(r, "memory")[0]["enhanced"] == 0
+    assert len(r.trace.calls) == 1 and steps(r, "memory")[0].enhanced == 0
     assert kb.store.memory.stats() == before
 
 
@@ -190,7 +191,7 @@ def test_memory_off_neither_reads_nor_writes(kb):
     learned = kb.store.memory.stats()
     kb.settings.memory.enabled = False
     again = Assistant(kb, llm=navigator()).retrieve(QUESTION, "remind", 5)
-    assert steps(again, "expansion")[0]["recalled_edges"] == 0 and len(again.trace.calls) == 7
+    assert steps(again, "expansion")[0].recalled_edges == 0 and len(again.trace.calls) == 7
     assert kb.store.memory.stats() == learned
 
 
@@ -234,16 +235,16 @@ def test_recalled_edge_that_did_not_help_is_penalised(kb, embedder, penalty):
     with kb.store.transaction():
         kb.store.memory.put(key, enhance(np.zeros_like(q), q))  # a memory that points at the wrong note
     r = Assistant(kb, llm=navigator()).retrieve(QUESTION, "remind", 5)
-    assert steps(r, "expansion")[0]["passages"] == [pid(kb, "institute.md")]
+    assert steps(r, "expansion")[0].passages == (pid(kb, "institute.md"),)
     mem = steps(r, "memory")[0]
     v = kb.store.memory.get([key])[key]
     if penalty == "intended":
-        assert mem["penalised"] == 1
+        assert mem.penalised == 1
         # s = 2/π shrinks by the factor 1 − max(δ(s), s)
         assert float(np.dot(q, v)) == pytest.approx((2 / np.pi) * (1 - 2 / np.pi), abs=1e-3)
         assert readout(0.5, v, q, 0.1) < kb.settings.memory.lam
     else:
-        assert mem["penalised"] == 0 and float(np.dot(q, v)) == pytest.approx(2 / np.pi, abs=1e-4)
+        assert mem.penalised == 0 and float(np.dot(q, v)) == pytest.approx(2 / np.pi, abs=1e-4)
 
 
 def test_long_passages_are_summarised_for_the_query(kb):
@@ -260,10 +261,10 @@ def test_long_passages_are_summarised_for_the_query(kb):
 
     llm = ScriptedLLM(respond)
     r = Assistant(kb, llm=llm).retrieve(QUESTION, "remind", 5)
-    assert [s["passage"] for s in steps(r, "summary")] == [pid(kb, "mira.md"), pid(kb, "institute.md")]
+    assert [s.passage for s in steps(r, "summary")] == [pid(kb, "mira.md"), pid(kb, "institute.md")]
     judge_prompts = [m[-1]["content"] for p, m in llm.calls if p == "traverse" and "Are they enough?" in m[-1]["content"]]
     assert "SUMMARY OF mira.md" in judge_prompts[0] and "leads the Heron project" not in judge_prompts[0]
-    assert steps(r, "stop")[0]["reason"] == "sufficient"
+    assert steps(r, "stop")[0].reason == "sufficient"
     # summary, judge, (shortcut) summary, judge, labelling
     assert [c.phase for c in r.trace.calls] == ["traverse"] * 4 + ["memory"]
 
@@ -271,7 +272,7 @@ def test_long_passages_are_summarised_for_the_query(kb):
 def test_failed_labelling_changes_no_memory(kb):
     r = Assistant(kb, llm=navigator(label="garbage")).retrieve(QUESTION, "remind", 5)
     mem = steps(r, "memory")[0]
-    assert mem["mode"].startswith("no update: labelling failed") and mem["enhanced"] == 0
+    assert mem.mode.startswith("no update: labelling failed") and mem.enhanced == 0
     assert [c.phase for c in r.trace.calls].count("memory") == 3  # choice_attempts tries, then given up
     assert kb.store.memory.count() == 0
 
@@ -300,9 +301,9 @@ def test_index_without_a_graph_walks_the_passage_chain(tmp_path, settings_for, e
 
         llm = ScriptedLLM(respond)
         r = Assistant(idx, llm=llm).retrieve("When was the harbour of Kestrel Bay dredged?", "remind", 3)
-        assert [s["kind"] for s in steps(r, "seeds")[0]["seeds"]] == ["passage"]
+        assert [s.kind for s in steps(r, "seeds")[0].seeds] == ["passage"]
         assert [sp.passage.id for sp in r.passages[:2]] == [first.id, second.id]
-        assert steps(r, "stop")[0]["reason"] == "sufficient"
+        assert steps(r, "stop")[0].reason == "sufficient"
         # the walked "next" edge is the one remembered
         assert idx.store.memory.keys() == [("next", first.id, second.id)]
     finally:
@@ -324,13 +325,13 @@ def test_caps_stop_a_model_that_is_never_satisfied(kb, policy, caps, reason):
     llm = navigator(policy=policy, judge="never")
     r = Assistant(kb, llm=llm).retrieve(QUESTION, "remind", 5)
     stop = steps(r, "stop")[0]
-    assert stop["reason"].startswith(reason)
+    assert stop.reason.startswith(reason)
     assert len(llm.calls) == len(r.trace.calls) <= cfg.max_llm_calls
-    assert stop["jumps"] <= cfg.max_jumps and stop["iterations"] <= 2 * cfg.max_jumps
+    assert stop.jumps <= cfg.max_jumps and stop.iterations <= 2 * cfg.max_jumps
     assert r.passages  # a capped walk still returns its passages (and the back-fill)
     if policy == "invalid" and not caps:
         assert len(llm.calls) == 5  # 2 judges, 3 tries of one choice
-        assert steps(r, "memory")[0]["mode"] == "no update: the walk ended on invalid choices"
+        assert steps(r, "memory")[0].mode == "no update: the walk ended on invalid choices"
 
 
 # -- the valid-path rule (R6), on a hand-made path list ----------------------------------------------
@@ -366,11 +367,11 @@ def test_remind_end_to_end_with_the_bundled_model(kb, bundled_model):
     answer = Assistant(kb).ask(QUESTION, strategy="remind")
     r = answer.retrieval
     stop = steps(r, "stop")[0]
-    assert stop["reason"] and 1 <= stop["jumps"] <= 3 and stop["iterations"] <= 6
-    assert steps(r, "move")[0]["kind"] == "shortcut"
+    assert stop.reason and 1 <= stop.jumps <= 3 and stop.iterations <= 6
+    assert steps(r, "move")[0].kind == "shortcut"
     assert len(r.trace.calls) <= 8 and {c.phase for c in r.trace.calls} <= {"traverse", "memory"}
     assert all(c.prompt_tokens > 0 and c.completion_tokens > 0 for c in r.trace.calls)
-    assert steps(r, "memory")[0]["mode"]  # labelled, or why memory was not updated
+    assert steps(r, "memory")[0].mode  # labelled, or why memory was not updated
     assert [c.phase for c in answer.calls].count("answer") == 1
     assert len(answer.calls) == len(r.trace.calls) + 1
     assert r.passages and r.passages[0].source == "path"

@@ -16,6 +16,7 @@ from textual.widgets import Markdown, OptionList, TabbedContent
 from conftest_tui import StreamingScriptedLLM, ask, wait_indexed, wait_until
 from conftest_tui import indexed_notes, prebuilt_notes, tui_app  # noqa: F401  (fixtures)
 from localrag.api import Assistant
+from localrag.retrieve.neuropath.events import RoundStep
 from localrag.tui.chat import QuestionInput
 from localrag.tui.help import HelpScreen
 from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
@@ -192,9 +193,9 @@ def test_neuropath_answer_shows_hops_in_the_path_tree(tui_app) -> None:
             assert "Hop 1" in labels
             hop = tree.root.children[labels.index("Hop 1")]
             kept = next(n for n in hop.children if str(n.label).startswith("kept (1)"))
-            round_step = next(s for s in block.answer.retrieval.trace.steps if s["step"] == "round")
-            fact = next(c for c in round_step["candidates"] if c["id"] == round_step["selected"][0])
-            assert str(kept.children[0].label).startswith(fact["text"].strip().rstrip(";").strip()[:40])
+            round_step = next(s for s in block.answer.retrieval.trace.steps if isinstance(s, RoundStep))
+            fact = next(c for c in round_step.candidates if c.id == round_step.selected[0])
+            assert str(kept.children[0].label).startswith(fact.text.strip().rstrip(";").strip()[:40])
             assert any("stop" in str(n.label) for n in hop.children)
             assert "ner" in panel_text(app, CostPanel) and "track" in panel_text(app, CostPanel)
 

@@ -13,6 +13,8 @@ import pytest
 from conftest_tui import ask, wait_indexed
 from conftest_tui import indexed_notes, prebuilt_notes, tui_app  # noqa: F401  (fixtures)
 from localrag.records import Retrieval, Trace
+from localrag.retrieve.neuropath.events import CandidatePath, QueryEntitiesStep, RoundStep, SeedLink, SeedsStep
+from localrag.trace import MemoryEvent
 from localrag.retrieve import base as strategies
 
 SIZE = (140, 40)
@@ -31,19 +33,18 @@ def fixed_trace_strategy():
         def retrieve(self, ctx, query: str, k: int) -> Retrieval:
             found = Hybrid().retrieve(ctx, query, k)
             trace = Trace(self.name)
-            trace.step("query_entities", entities=["Ilse Varnhagen"], source="llm")
-            trace.step("seeds", seeds=[{"query": "Ilse Varnhagen", "entity": "ilse varnhagen", "id": 1, "sim": 1.0}])
-            trace.step("memory", recalled_edges=0)
-            trace.step("round", round=1, g=query,
-                       candidates=[{"id": 0, "text": "ilse varnhagen->lives in->quillhaven; ", "sim": 0.74, "docs": [1]},
-                                   {"id": 1, "text": "ilse varnhagen->mentors->wenna strake; ", "sim": 0.52, "docs": [2]}],
-                       selected=[0], expand=[0], chain="Ilse Varnhagen lives in Quillhaven",
-                       requirement="what Quillhaven is known for", **{"continue": 1})
-            trace.step("round", round=2, g="what Quillhaven is known for",
-                       candidates=[{"id": 0, "text": "quillhaven->has lighthouse->tessaly light; ", "sim": 0.69,
-                                    "docs": [3]}],
-                       selected=[0], expand=[], chain="She lives in Quillhaven, home of the Tessaly Light",
-                       requirement="", **{"continue": 0})
+            trace.add(QueryEntitiesStep(entities=("Ilse Varnhagen",), source="llm"))
+            trace.add(SeedsStep((SeedLink("Ilse Varnhagen", "ilse varnhagen", 1, 1.0),)))
+            trace.add(MemoryEvent(recalled_edges=0))
+            trace.add(RoundStep(round=1, g=query,
+                                candidates=(CandidatePath(0, "ilse varnhagen->lives in->quillhaven; ", 0.74, (1,)),
+                                            CandidatePath(1, "ilse varnhagen->mentors->wenna strake; ", 0.52, (2,))),
+                                selected=(0,), expand=(0,), chain="Ilse Varnhagen lives in Quillhaven",
+                                requirement="what Quillhaven is known for", cont=1))
+            trace.add(RoundStep(round=2, g="what Quillhaven is known for",
+                                candidates=(CandidatePath(0, "quillhaven->has lighthouse->tessaly light; ", 0.69, (3,)),),
+                                selected=(0,), expand=(), chain="She lives in Quillhaven, home of the Tessaly Light",
+                                requirement="", cont=0))
             return Retrieval(query, found.passages, trace)
 
     strategies.register("fixed-trace", FixedTrace)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 
 from localrag.records import Trace
+from localrag.retrieve.hybrid import RrfStep
+from localrag.retrieve.neuropath.events import (CandidatePath, CompletionStep, MemoryStep, QueryEntitiesStep,
+                                                RoundStep, SeedLink, SeedsStep)
 from localrag.tui.chat import TokenBuffer, link_citations
 from localrag.tui.pathtree import build_path_tree
 from localrag.tui.rates import RateMeter, format_eta, format_rate
@@ -12,19 +15,19 @@ from localrag.tui.rates import RateMeter, format_eta, format_rate
 
 def neuropath_trace() -> Trace:
     trace = Trace("neuropath")
-    trace.step("query_entities", entities=["Wenna Strake"], source="llm")
-    trace.step("seeds", seeds=[{"query": "Wenna Strake", "entity": "wenna strake", "id": 4, "sim": 0.97}])
-    trace.step("memory", recalled_edges=2, recalled_paths=["wenna strake->mentored by->ilse"], skipped_rounds=0)
-    trace.step("round", round=1, g="Who mentors the leader of Driftcount?",
-               candidates=[{"id": 0, "text": "driftcount->led by->wenna strake; ", "sim": 0.71, "docs": [3]},
-                           {"id": 1, "text": "driftcount->funded by->kelpwright; ", "sim": 0.40, "docs": [5]}],
-               selected=[0], expand=[0], chain="Driftcount is led by Wenna Strake",
-               requirement="who is Wenna Strake's guild mentor", fallback="", **{"continue": 1})
-    trace.step("round", round=2, g="who is Wenna Strake's guild mentor",
-               candidates=[{"id": 0, "text": "driftcount->led by->wenna strake->mentored by->ilse varnhagen; ",
-                            "sim": 0.8, "docs": [3, 9], "recalled": True}],
-               selected=[0], expand=[], chain="... mentored by Ilse Varnhagen", requirement="", **{"continue": 0})
-    trace.step("completion", path_docs=[3, 9], query="q")
+    trace.add(QueryEntitiesStep(entities=("Wenna Strake",), source="llm"))
+    trace.add(SeedsStep((SeedLink("Wenna Strake", "wenna strake", 4, 0.97),)))
+    trace.add(MemoryStep(recalled_edges=2, recalled_paths=("wenna strake->mentored by->ilse",), skipped_rounds=0))
+    trace.add(RoundStep(round=1, g="Who mentors the leader of Driftcount?",
+                        candidates=(CandidatePath(0, "driftcount->led by->wenna strake; ", 0.71, (3,)),
+                                    CandidatePath(1, "driftcount->funded by->kelpwright; ", 0.40, (5,))),
+                        selected=(0,), expand=(0,), chain="Driftcount is led by Wenna Strake",
+                        requirement="who is Wenna Strake's guild mentor", fallback="", cont=1))
+    trace.add(RoundStep(round=2, g="who is Wenna Strake's guild mentor",
+                        candidates=(CandidatePath(0, "driftcount->led by->wenna strake->mentored by->ilse varnhagen; ",
+                                                  0.8, (3, 9), recalled=True),),
+                        selected=(0,), expand=(), chain="... mentored by Ilse Varnhagen", requirement="", cont=0))
+    trace.add(CompletionStep(path_docs=(3, 9), query="q"))
     return trace
 
 
@@ -50,7 +53,7 @@ def test_path_tree_shows_hops_kept_facts_and_requirements() -> None:
 
 def test_strategy_without_paths_gets_a_friendly_root() -> None:
     trace = Trace("hybrid")
-    trace.step("rrf", dense_hits=50, lexical_hits=12, rrf_k=60)
+    trace.add(RrfStep(dense_hits=50, lexical_hits=12, rrf_k=60))
     tree = build_path_tree(trace)
     assert tree.label == "No reasoning path (strategy hybrid)"
     assert tree.lines()[2].strip() == "rrf: dense_hits=50, lexical_hits=12, rrf_k=60"
@@ -59,8 +62,8 @@ def test_strategy_without_paths_gets_a_friendly_root() -> None:
 
 def test_rounds_with_unknown_ids_or_missing_keys_do_not_crash() -> None:
     trace = Trace("neuropath")
-    trace.step("round", round=1, g="q", candidates=[], note="no candidate paths")
-    trace.step("round", selected=[7], candidates=["not a dict"])
+    trace.add(RoundStep(round=1, g="q", note="no candidate paths"))
+    trace.add(RoundStep(selected=(7,)))
     lines = build_path_tree(trace).lines()
     assert "      nothing kept" in lines and "      path 7" in lines and "    note: no candidate paths" in lines
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
+from localrag.retrieve.neuropath.events import CompletionStep, QueryEntitiesStep, RoundStep
+from localrag.trace import SeedsEvent, TraceEvent, event_name
+
 
 @dataclass(frozen=True, kw_only=True)
 class AskEvent:
@@ -132,17 +135,14 @@ class AnswerDone(AskEvent):
 EventSink = Callable[[AskEvent], None]
 
 
-def from_trace_step(strategy: str, name: str, data: dict, elapsed_s: float, max_hop: int) -> AskEvent:
-    """A strategy's trace step as a typed event (unknown steps keep their name)."""
-    if name == "query_entities":
-        return QuestionEntities(elapsed_s=elapsed_s, entities=tuple(str(e) for e in data.get("entities", [])))
-    if name == "seeds":
-        seeds = data.get("seeds", [])
-        names = tuple(str(s.get("entity") or s.get("name") or s.get("node") or "") for s in seeds if isinstance(s, dict))
-        return Seeds(elapsed_s=elapsed_s, names=names)
-    if name == "round":
-        return TrackingRound(elapsed_s=elapsed_s, round=int(data.get("round", 0)), of=max_hop,
-                             kept=len(data.get("selected", []) or []))
-    if name == "completion":
-        return Completion(elapsed_s=elapsed_s, path_docs=len(data.get("path_docs", []) or []))
-    return StrategyStep(elapsed_s=elapsed_s, name=name)
+def from_trace_event(event: TraceEvent, elapsed_s: float, max_hop: int) -> AskEvent:
+    """The progress event of a strategy's trace step (steps without their own keep their name)."""
+    if isinstance(event, QueryEntitiesStep):
+        return QuestionEntities(elapsed_s=elapsed_s, entities=event.entities)
+    if isinstance(event, SeedsEvent):
+        return Seeds(elapsed_s=elapsed_s, names=event.seed_names())
+    if isinstance(event, RoundStep):
+        return TrackingRound(elapsed_s=elapsed_s, round=event.round or 0, of=max_hop, kept=len(event.selected))
+    if isinstance(event, CompletionStep):
+        return Completion(elapsed_s=elapsed_s, path_docs=len(event.path_docs))
+    return StrategyStep(elapsed_s=elapsed_s, name=event_name(event))

@@ -17,6 +17,8 @@ import numpy as np
 from localrag.embed import Embedder
 from localrag.kg.spans import clean_markup, sentences
 from localrag.records import Passage, Retrieval
+from localrag.retrieve.neuropath.events import CompletionStep, RoundStep
+from localrag.retrieve.remind.events import PathsStep
 
 DEFAULT_SHOWN = 3
 MAX_UNIT_CHARS = 600  # a very long unit (a code block, a giant table row) is cut for display and embedding
@@ -154,13 +156,13 @@ def path_facts(retrieval: Retrieval) -> str:
     """The reasoning chain and kept path facts a graph strategy recorded ("" for the others)."""
     parts: list[str] = []
     for step in retrieval.trace.steps:
-        if step.get("step") == "round":
-            selected = set(step.get("selected") or [])
-            parts += [c.get("text", "") for c in step.get("candidates", []) if c.get("id") in selected]
-        elif step.get("step") == "completion" and step.get("chain"):
-            parts.append(str(step["chain"]))
-        elif step.get("step") == "paths":
-            parts += [str(p) for p in step.get("paths", [])]
+        if isinstance(step, RoundStep):
+            selected = set(step.selected)
+            parts += [c.text for c in step.candidates if c.id in selected]
+        elif isinstance(step, CompletionStep) and step.chain:
+            parts.append(step.chain)
+        elif isinstance(step, PathsStep):
+            parts += list(step.paths)
     return " ".join(p for p in parts if p)[:1500]
 
 

@@ -7,17 +7,15 @@ import json
 from rich.tree import Tree
 
 from localrag.commands.common import console
+from localrag.trace import event_name
 
 
 def print_trace(answer) -> None:
     trace = answer.retrieval.trace
     root = Tree(f"[bold]trace[/] {trace.strategy} · {trace.ms:.0f} ms retrieval")
     for step in trace.steps:
-        name = step.get("step", "?")
-        node = root.add(f"[bold]{name}[/]")
-        for key, value in step.items():
-            if key == "step":
-                continue
+        node = root.add(f"[bold]{event_name(step)}[/]")
+        for key, value in step.fields().items():
             if isinstance(value, list) and value and isinstance(value[0], dict):
                 sub = node.add(f"{key} ({len(value)})")
                 for item in value[:40]:

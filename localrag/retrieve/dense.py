@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
+from localrag.trace import TraceEvent
+
+
+@dataclass(frozen=True)
+class KnnStep(TraceEvent, step="knn", strategy="dense"):
+    k: int = 0
+    hits: int = 0
 
 
 def dense_ranked(ctx: Context, text: str, k: int) -> list[tuple[int, float]]:
@@ -20,5 +29,5 @@ class Dense:
         trace = Trace(self.name)
         with Timer(trace):
             ranked = dense_ranked(ctx, query, k)
-            trace.step("knn", k=k, hits=len(ranked))
+            trace.add(KnnStep(k=k, hits=len(ranked)))
             return Retrieval(query, scored(ctx, ranked, "dense"), trace)

@@ -30,7 +30,8 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf
-from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds
+from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds, traced_seeds
+from localrag.trace import TraceEvent, optional
 
 # the BM25 search runs beside the query embedding, the vector search and the walk
 _LEXICAL = LexicalBeside("localrag-graph-bm25")
@@ -128,8 +129,41 @@ def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights,
                rrf_k=weights.rrf_k)
 
 
+@dataclass(frozen=True)
+class ListWeights:
+    dense: float
+    lexical: float
+    ppr: float  # after the seed focus
+    rrf_k: int
+
+
+@dataclass(frozen=True)
+class Damping:
+    entity: float
+    passage: float
+
+
+@dataclass(frozen=True)
+class ListHits:
+    dense: int
+    lexical: int
+    ppr: int
+
+
+@dataclass(frozen=True)
+class FusionStep(TraceEvent, step="fusion", strategy="graph"):
+    """What went into the fused ranking: the lists' weights and sizes, the walk's seeds."""
+
+    weights: ListWeights | None = None
+    seed_focus: float = 0.0
+    damping: Damping | None = None
+    hits: ListHits | None = None
+    seeds: tuple[Seed, ...] = ()
+    note: str | None = optional()
+
+
 def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | None = None
-                 ) -> tuple[Ranking, dict]:
+                 ) -> tuple[Ranking, FusionStep]:
     """The fused ranking and what went into it (for the trace)."""
     cfg = ctx.settings.graph
     pool = max(ctx.settings.hybrid_pool, k)
@@ -144,17 +178,13 @@ def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, floa
         ppr = ppr_list(ctx, qvec, dense, w.graph, scores, pool)
     lexical = lexical_future.result()
     weights = FusionWeights.of(ctx)
-    info = {
-        "weights": {"dense": weights.dense, "lexical": weights.lexical, "ppr": round(weights.ppr_weight(focus), 4),
-                    "rrf_k": weights.rrf_k},
-        "seed_focus": round(focus, 4),
-        "damping": {"entity": cfg.ppr_entity_damping, "passage": cfg.ppr_passage_damping},
-        "hits": {"dense": len(dense), "lexical": len(lexical), "ppr": len(ppr)},
-        "seeds": [{"entity": s.entity, "name": s.name, "weight": round(s.weight, 4), "via": s.via} for s in w.seeds],
-    }
-    if w.mass is None:
-        info["note"] = "no query entity in the graph: dense and lexical only"
-    return fuse(dense, lexical, ppr, weights, k, focus), info
+    step = FusionStep(
+        weights=ListWeights(weights.dense, weights.lexical, round(weights.ppr_weight(focus), 4), weights.rrf_k),
+        seed_focus=round(focus, 4), damping=Damping(cfg.ppr_entity_damping, cfg.ppr_passage_damping),
+        hits=ListHits(len(dense), len(lexical), len(ppr)), seeds=traced_seeds(w.seeds),
+        note="no query entity in the graph: dense and lexical only" if w.mass is None else None,
+    )
+    return fuse(dense, lexical, ppr, weights, k, focus), step
 
 
 class GraphFusion:
@@ -165,6 +195,6 @@ class GraphFusion:
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
         with Timer(trace):
-            ranked, info = graph_ranked(ctx, query, k)
-            trace.step("fusion", **info)
+            ranked, step = graph_ranked(ctx, query, k)
+            trace.add(step)
             return Retrieval(query, scored(ctx, ranked, "graph"), trace)

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.store.lexical import fts_query
+from localrag.trace import TraceEvent
+
+
+@dataclass(frozen=True)
+class Bm25Step(TraceEvent, step="bm25", strategy="lexical"):
+    fts_query: str = ""
+    hits: int = 0
 
 
 class Lexical:
@@ -16,5 +25,5 @@ class Lexical:
         trace = Trace(self.name)
         with Timer(trace):
             ranked = ctx.store.lexical.search(query, k, only=ctx.allowed())
-            trace.step("bm25", fts_query=fts_query(query), hits=len(ranked))
+            trace.add(Bm25Step(fts_query=fts_query(query), hits=len(ranked)))
             return Retrieval(query, scored(ctx, ranked, "lexical"), trace)

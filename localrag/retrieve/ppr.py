@@ -21,6 +21,7 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.store import Store
+from localrag.trace import FallbackStep, SeedsEvent, TraceEvent, optional
 
 MAX_ITER = 100
 TOL = 1e-6
@@ -68,8 +69,44 @@ def query_seeds(ctx: Context, query: str, qvec: np.ndarray) -> list[Seed]:
     return [Seed(s.entity, names.get(s.entity, s.name), s.weight, s.via) for s in seeds.values()]
 
 
+@dataclass(frozen=True)
+class GraphStep(TraceEvent, step="graph", strategy="ppr"):
+    """The entity graph the walk ran on, and how it was loaded (cached, rebuilt)."""
+
+    entities: int = 0
+    edges: int = 0
+    version: int = 0
+    loaded: str = ""
+
+
+@dataclass(frozen=True)
+class SeedsStep(SeedsEvent, step="seeds", strategy="ppr"):
+    seeds: tuple[Seed, ...] = ()
+
+    def seed_names(self) -> tuple[str, ...]:
+        return tuple(s.name or str(s.entity) for s in self.seeds)
+
+
+@dataclass(frozen=True)
+class PassageScore:
+    passage: int
+    score: float
+
+
+@dataclass(frozen=True)
+class PprStep(TraceEvent, step="ppr", strategy="ppr"):
+    damping: float | None = optional()
+    scored_passages: int = 0
+    top: tuple[PassageScore, ...] | None = optional()
+    note: str | None = optional()
+
+
+def traced_seeds(seeds: list[Seed]) -> tuple[Seed, ...]:
+    return tuple(Seed(s.entity, s.name, round(s.weight, 4), s.via) for s in seeds)
+
+
 def ppr_ranked(ctx: Context, qvec: np.ndarray, pool: list[tuple[int, float]], eg: EntityGraph,
-               seeds: dict[int, float], k: int) -> tuple[list[tuple[int, float]], dict]:
+               seeds: dict[int, float], k: int) -> tuple[list[tuple[int, float]], PprStep]:
     """Passages by the PPR mass of their entities, the walk restarting at ``seeds`` (entity -> weight).
 
     Seeds outside the graph are ignored; with none left the ``pool`` (dense order) stands.
@@ -80,12 +117,12 @@ def ppr_ranked(ctx: Context, qvec: np.ndarray, pool: list[tuple[int, float]], eg
         if i is not None:
             reset[i] += weight / max(1.0, eg.mention_counts[i])  # node specificity
     if not reset.any():
-        return pool[:k], {"scored_passages": 0, "note": "no seed in the graph: dense order"}
+        return pool[:k], PprStep(scored_passages=0, note="no seed in the graph: dense order")
     mass = personalised_pagerank(eg, reset, ctx.settings.graph.ppr_damping)
     passage_scores = eg.mentions @ mass
     ranked = PPR._rank(ctx, qvec, pool, eg, passage_scores, k)
-    return ranked, {"damping": ctx.settings.graph.ppr_damping, "scored_passages": int((passage_scores > 0).sum()),
-                    "top": [{"passage": pid, "score": round(score, 6)} for pid, score in ranked[:5]]}
+    return ranked, PprStep(damping=ctx.settings.graph.ppr_damping, scored_passages=int((passage_scores > 0).sum()),
+                           top=tuple(PassageScore(pid, round(score, 6)) for pid, score in ranked[:5]))
 
 
 class PPR:
@@ -100,14 +137,13 @@ class PPR:
             pool = dense_ranked(ctx, query, max(k, ctx.settings.graph.ppr_pool))
             eg = entity_graph(ctx.store)
             seeds = [s for s in query_seeds(ctx, query, qvec) if s.entity in eg.index] if not eg.empty else []
-            trace.step("graph", entities=len(eg.nodes), edges=eg.edge_count, version=eg.version, loaded=eg.how)
-            trace.step("seeds", seeds=[{"entity": s.entity, "name": s.name, "weight": round(s.weight, 4), "via": s.via}
-                                       for s in seeds])
+            trace.add(GraphStep(entities=len(eg.nodes), edges=eg.edge_count, version=eg.version, loaded=eg.how))
+            trace.add(SeedsStep(traced_seeds(seeds)))
             if not seeds:
-                trace.step("fallback", reason="no query entity in the graph: dense order")
+                trace.add(FallbackStep(reason="no query entity in the graph: dense order"))
                 return Retrieval(query, scored(ctx, pool[:k], "dense"), trace)
-            ranked, info = ppr_ranked(ctx, qvec, pool, eg, {s.entity: s.weight for s in seeds}, k)
-            trace.step("ppr", **info)
+            ranked, step = ppr_ranked(ctx, qvec, pool, eg, {s.entity: s.weight for s in seeds}, k)
+            trace.add(step)
             return Retrieval(query, scored(ctx, ranked, "ppr"), trace)
 
     @staticmethod

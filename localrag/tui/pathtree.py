@@ -1,4 +1,4 @@
-"""The reasoning path as a tree, built from whatever round/paths steps a strategy traced.
+"""The reasoning path as a tree, built from the typed round/paths steps a strategy traced.
 
 The builder is generic on purpose: strategies add steps over time, and the tree shows
 rounds hop by hop (facts kept, paths to expand, the expansion requirement), seeds and
@@ -14,11 +14,15 @@ from rich.text import Text
 from textual.widgets import Tree
 
 from localrag.records import Trace
+from localrag.retrieve.neuropath.events import CandidatePath, MemoryAnswerStep, QueryEntitiesStep, RoundStep, SeedLink
+from localrag.retrieve.neuropath.events import SeedsStep as NeuroPathSeeds
+from localrag.retrieve.remind.events import PathsStep
+from localrag.retrieve.remind.events import SeedsStep as RemindSeeds
+from localrag.trace import MemoryEvent, TraceEvent, event_name, to_json_value
 
 MAX_LEAF_CHARS = 160
-_PATH_STEPS = {"round", "paths", "path"}
-_REQUIREMENT_KEYS = ("requirement", "expansion_requirements", "expansion_requirement", "next_g")
-_ROUND_SHOWN = {"step", "round", "g", "candidates", "selected", "expand", "chain", "continue", *_REQUIREMENT_KEYS}
+# the round fields the hop node shows in its own lines; the others follow as "name: value"
+_ROUND_SHOWN = {"round", "g", "candidates", "selected", "expand", "chain", "continue", "requirement"}
 
 
 @dataclass
@@ -53,97 +57,90 @@ def short(value: Any, limit: int = MAX_LEAF_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _fact(candidate: dict) -> str:
-    text = str(candidate.get("text", "")).strip().rstrip(";").strip()
-    sim = candidate.get("sim")
-    label = short(text) + (f"  (sim {sim:.2f})" if isinstance(sim, (int, float)) else "")
-    return label + ("  · recalled from memory" if candidate.get("recalled") else "")
+def _shown(value: Any) -> bool:
+    return value not in ("", None, [], {})
+
+
+def _fact(candidate: CandidatePath) -> str:
+    text = candidate.text.strip().rstrip(";").strip()
+    label = short(text) + f"  (sim {candidate.sim:.2f})"
+    return label + ("  · recalled from memory" if candidate.recalled else "")
 
 
 def _seed(seed: object) -> str:
-    if isinstance(seed, dict) and "entity" in seed:
-        sim = seed.get("sim")
-        return f"{seed.get('query', '?')} → {seed['entity']}" + (f"  (sim {sim:.2f})" if isinstance(sim, (int, float)) else "")
-    return short(seed)
+    if isinstance(seed, SeedLink):
+        return f"{seed.query} → {seed.entity}  (sim {seed.sim:.2f})"
+    return short(to_json_value(seed))
 
 
-def _round_node(root: PathNode, step: dict, index: int, last: bool) -> None:
-    number = step.get("round", index + 1)
+def _round_node(root: PathNode, step: RoundStep, index: int, last: bool) -> None:
+    number = step.round if step.round is not None else index + 1
     hop = root.add(f"Hop {number}", style="bold")
-    if step.get("g"):
-        hop.add(f"pruned against: {short(step['g'])}", style="dim")
-    candidates = {c.get("id"): c for c in step.get("candidates", []) if isinstance(c, dict)}
+    if step.g:
+        hop.add(f"pruned against: {short(step.g)}", style="dim")
+    candidates = {c.id: c for c in step.candidates}
     if candidates:
         hop.add(f"{len(candidates)} candidate paths shown to the model", style="dim")
-    selected = step.get("selected") or []
-    kept = hop.add(f"kept ({len(selected)})", style="green")
-    for pid in selected:
+    kept = hop.add(f"kept ({len(step.selected)})", style="green")
+    for pid in step.selected:
         kept.add(_fact(candidates[pid]) if pid in candidates else f"path {pid}")
-    if not selected:
+    if not step.selected:
         kept.add("nothing kept", style="dim")
-    expand = step.get("expand") or []
-    if expand:
-        grow = hop.add(f"to expand ({len(expand)})", style="yellow")
-        for pid in expand:
+    if step.expand:
+        grow = hop.add(f"to expand ({len(step.expand)})", style="yellow")
+        for pid in step.expand:
             grow.add(_fact(candidates[pid]) if pid in candidates else f"path {pid}")
-    if step.get("chain"):
-        hop.add(f"chain: {short(step['chain'])}")
-    requirement = next((step[k] for k in _REQUIREMENT_KEYS if step.get(k)), None)
-    if requirement:
-        hop.add(f"expansion requirement: {short(requirement)}", style="yellow")
-    if "continue" in step:
-        if not step["continue"]:
+    if step.chain:
+        hop.add(f"chain: {short(step.chain)}")
+    if step.requirement:
+        hop.add(f"expansion requirement: {short(step.requirement)}", style="yellow")
+    if step.cont is not None:
+        if not step.cont:
             hop.add("■ stop: enough found", style="dim")
         else:
             hop.add("→ another hop wanted, but this was the last one (max_hop)" if last else "→ continue to the next hop",
                     style="dim")
-    for key, value in step.items():
-        if key not in _ROUND_SHOWN and value not in ("", None, [], {}):
+    for key, value in step.fields().items():
+        if key not in _ROUND_SHOWN and _shown(value):
             hop.add(f"{key}: {short(value)}", style="red" if key in ("fallback", "errors") else "dim")
 
 
-def _generic(root: PathNode, step: dict) -> None:
-    name = str(step.get("step", "step"))
-    data = {k: v for k, v in step.items() if k != "step" and v not in ("", None, [], {})}
+def _generic(root: PathNode, step: TraceEvent) -> None:
+    data = {k: v for k, v in step.fields().items() if _shown(v)}
+    name = event_name(step)
     node = root.add(f"{name}: {short(data)}" if data else name)
-    for key in ("paths",):
-        for path in step.get(key, []) if isinstance(step.get(key), list) else []:
-            node.add(short(path.get("text", path) if isinstance(path, dict) else path))
+    if isinstance(step, (PathsStep, MemoryAnswerStep)):
+        for path in step.paths:
+            node.add(short(path))
 
 
 def build_path_tree(trace: Trace) -> PathNode:
-    steps = [s for s in trace.steps if isinstance(s, dict)]
-    has_path = any(s.get("step") in _PATH_STEPS for s in steps)
-    if not has_path:
+    steps = trace.steps
+    if not any(isinstance(s, (RoundStep, PathsStep)) for s in steps):
         root = PathNode(f"No reasoning path (strategy {trace.strategy})", style="bold")
         if steps:
             how = root.add("how the passages were found", style="dim")
             for s in steps:
                 _generic(how, s)
         return root
-    n_rounds = sum(1 for s in steps if s.get("step") == "round")
+    n_rounds = sum(1 for s in steps if isinstance(s, RoundStep))
     root = PathNode(f"Reasoning path — {trace.strategy}, {n_rounds} hop{'s' if n_rounds != 1 else ''}", style="bold")
     seen_rounds = 0
     for s in steps:
-        name = s.get("step")
-        if name == "round":
+        if isinstance(s, RoundStep):
             _round_node(root, s, seen_rounds, last=seen_rounds == n_rounds - 1)
             seen_rounds += 1
-        elif name == "seeds":
+        elif isinstance(s, (NeuroPathSeeds, RemindSeeds)):
             seeds = root.add("Seeds (question entities → graph entities)", style="bold")
-            for seed in s.get("seeds", []) if isinstance(s.get("seeds"), list) else []:
+            for seed in s.seeds:
                 seeds.add(_seed(seed))
-            for key, value in s.items():
-                if key not in ("step", "seeds"):
-                    seeds.add(f"{key}: {short(value)}")
-        elif name == "query_entities":
-            entities = s.get("entities") or []
-            root.add(f"Question entities: {short(entities) or 'none'}" + (f" ({s['source']})" if s.get("source") else ""))
-        elif name == "memory":
-            recalled = s.get("recalled_edges", 0)
+        elif isinstance(s, QueryEntitiesStep):
+            root.add(f"Question entities: {short(s.entities) or 'none'}" + (f" ({s.source})" if s.source else ""))
+        elif isinstance(s, MemoryEvent):
+            recalled = s.recalled_edges
             mem = root.add(f"Memory: recalled {recalled} edge{'s' if recalled != 1 else ''}", style="magenta")
-            for key, value in s.items():
-                if key not in ("step", "recalled_edges") and value not in ("", None, [], {}):
+            for key, value in s.fields().items():
+                if key != "recalled_edges" and _shown(value):
                     mem.add(f"{key}: {short(value)}")
         else:
             _generic(root, s)

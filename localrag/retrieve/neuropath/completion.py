@@ -14,6 +14,7 @@ from localrag.retrieve.base import Context, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked, rrf
+from localrag.retrieve.neuropath.events import CompletionGraph, CompletionStep
 from localrag.retrieve.neuropath.paths import path_docs
 from localrag.retrieve.neuropath.tracking import TrackState
 from localrag.retrieve.ppr import entity_graph, ppr_ranked, query_seeds
@@ -29,12 +30,6 @@ class CompletionInput:
     requirement: str = ""
     fallback: bool = False
     seeds: tuple[int, ...] = ()  # the query's linked entities
-
-    @classmethod
-    def from_tracking(cls, t: dict) -> "CompletionInput":
-        """From a bench record's ``tracking`` (``bench.runner.tracking_summary`` of the trace)."""
-        return cls(tuple(t.get("path_docs", [])), tuple(t.get("path_ends", [])), t.get("chain", ""),
-                   t.get("requirement", ""), bool(t.get("fallback")), tuple(t.get("seeds", [])))
 
     @classmethod
     def of(cls, state: TrackState, seeds: Sequence[int] = ()) -> "CompletionInput":
@@ -71,7 +66,7 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
     elif cfg.merge == "paths-first":  # the paper's order, with the graph fusion as the list after the paths
         completion, _ = graph_ranked(ctx, query, pool)
     path_weight = cfg.fallback_weight if inp.fallback else cfg.path_weight
-    graph_info: dict = {}
+    graph_info: CompletionGraph | None = None
     if cfg.completion == "graph" and cfg.merge != "paths-first":
         # the no-LLM `graph` fusion of the question is the base list; the model's path documents
         # and the hits for its chain and requirement are added at lower weights, so what the
@@ -83,7 +78,7 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
             lists.append(hybrid_ranked(ctx, text, pool)[0])
             weights.append(cfg.chain_weight)
         ranked = rrf(lists, k, weights=weights, rrf_k=cfg.fuse_k)
-        graph_info = {"retriever": "graph", "chain_weight": cfg.chain_weight if extra else 0.0}
+        graph_info = CompletionGraph("graph", chain_weight=cfg.chain_weight if extra else 0.0)
     elif cfg.merge == "fused":
         lists, weights = [[(d, 1.0) for d in docs], completion], [path_weight, 1.0]
         if cfg.graph_completion == "ppr":
@@ -96,9 +91,9 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
         ranked = [(d, 2.0 - i / max(len(docs), 1) / 2) for i, d in enumerate(docs)]
         ranked += [(pid, s) for pid, s in completion if pid not in set(docs)]
         ranked = ranked[:k]
-    trace.step("completion", path_docs=docs, query=text[:300], merge=cfg.merge, retriever=cfg.completion,
-               path_ends=list(inp.ends), path_weight=path_weight, fallback=inp.fallback, chain=inp.chain,
-               requirement=inp.requirement, **({"graph": graph_info} if graph_info else {}))
+    trace.add(CompletionStep(path_docs=tuple(docs), query=text[:300], merge=cfg.merge, retriever=cfg.completion,
+                             path_ends=inp.ends, path_weight=path_weight, fallback=inp.fallback, chain=inp.chain,
+                             requirement=inp.requirement, graph=graph_info))
     passages = scored(ctx, ranked, "completion")
     for sp in passages:
         if sp.passage.id in docs:
@@ -106,14 +101,14 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
     return Retrieval(query, passages, trace)
 
 def _graph_list(ctx: Context, query: str, qvec: np.ndarray | None, inp: CompletionInput,
-                pool: int) -> tuple[list[tuple[int, float]], dict]:
+                pool: int) -> tuple[list[tuple[int, float]], CompletionGraph | None]:
     """PPR over the entity graph from the query's entities plus the valid paths' open ends."""
     eg = entity_graph(ctx.store)
     if eg.empty:
-        return [], {}
+        return [], None
     qvec = ctx.embedder.encode_one(query) if qvec is None else qvec
     restart = {s.entity: s.weight for s in query_seeds(ctx, query, qvec)}
     for e in list(inp.seeds) + list(inp.ends):
         restart[e] = max(restart.get(e, 0.0), 1.0)
-    ranked, info = ppr_ranked(ctx, qvec, dense_ranked(ctx, query, pool), eg, restart, pool)
-    return ranked, {"retriever": "ppr", "restart": sorted(restart), "scored_passages": info.get("scored_passages", 0)}
+    ranked, step = ppr_ranked(ctx, qvec, dense_ranked(ctx, query, pool), eg, restart, pool)
+    return ranked, CompletionGraph("ppr", restart=tuple(sorted(restart)), scored_passages=step.scored_passages)

@@ -13,6 +13,7 @@ from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema
 from localrag.records import Trace
 from localrag.retrieve.base import Context
+from localrag.retrieve.neuropath.events import NerStep, QueryEntitiesStep
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +39,13 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
         grounded = [e for e in cached if normalise_phrase(e) and occurs_in(normalise_phrase(e), norm_q)]
         generic = [e for e in grounded if not is_named(e, query)]
         grounded = [e for e in grounded if e not in generic]
-        trace.step("ner", model=cached, grounded=grounded, **({"generic": generic} if generic else {}),
-                   **({"error": error} if error else {}))
+        trace.add(NerStep(model=tuple(cached), grounded=tuple(grounded), generic=tuple(generic), error=error))
         found, source = grounded, "llm"
     if not found and mode in ("rules", "llm+rules"):
         found = [s.text for s in find_spans(query)]
         source = "rules"
     unique = list(dict.fromkeys(e for e in found if normalise_phrase(e)))
-    trace.step("query_entities", entities=unique, source=source)
+    trace.add(QueryEntitiesStep(entities=tuple(unique), source=source))
     return unique
 
 

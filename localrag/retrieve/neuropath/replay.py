@@ -11,6 +11,7 @@ import numpy as np
 from localrag.memory.edges import Feedback, apply
 from localrag.records import Trace
 from localrag.retrieve.base import Context
+from localrag.retrieve.neuropath.events import MemoryAnswerStep, MemoryStep
 from localrag.retrieve.neuropath.paths import Path
 from localrag.retrieve.neuropath.recall import Recall
 
@@ -36,9 +37,9 @@ def learn_from_answer(ctx: Context, query: str, qvec: np.ndarray, valid: Sequenc
     for p in used:
         add_path(fb, p)
     result = apply(ctx.store, query, STRATEGY, qvec, fb, ctx.settings.memory) if used else None
-    trace.step("memory_answer", cited=sorted(set(cited)), paths=[p.text.strip() for p in used],
-               enhanced=result.enhanced if result else 0,
-               **({"not_written": result.error} if result and result.error else {}))
+    trace.add(MemoryAnswerStep(cited=tuple(sorted(set(cited))), paths=tuple(p.text.strip() for p in used),
+                               enhanced=result.enhanced if result else 0,
+                               not_written=result.error if result and result.error else ""))
 
 
 def replay_tracking(ctx: Context, query: str, qvec: np.ndarray, recall: Recall, feedback: Feedback, skip: bool,
@@ -50,9 +51,9 @@ def replay_tracking(ctx: Context, query: str, qvec: np.ndarray, recall: Recall, 
         calls, prompt, completion = ctx.store.calls.totals_by_phase().get("track", (0, 0, 0))
         saved = int(skipped * (prompt + completion) / calls) if calls else 0
     result = apply(ctx.store, query, STRATEGY, qvec, feedback, ctx.settings.memory)
-    trace.step(
-        "memory", recalled_edges=recall.edges, recalled_paths=[p.text.strip() for p in recall.paths],
+    trace.add(MemoryStep(
+        recalled_edges=recall.edges, recalled_paths=tuple(p.text.strip() for p in recall.paths),
         from_knn=recall.from_knn, skipped_rounds=skipped, tokens_saved_est=saved,
         enhanced=result.enhanced, penalised=result.penalised, penalty=ctx.settings.memory.penalty,
-        **({"not_written": result.error} if result.error else {}),
-    )
+        not_written=result.error or "",
+    ))

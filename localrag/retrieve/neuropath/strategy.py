@@ -15,9 +15,11 @@ from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.neuropath.completion import complete
 from localrag.retrieve.neuropath.entities import link_seeds, query_entities
+from localrag.retrieve.neuropath.events import SeedLink, SeedsStep
 from localrag.retrieve.neuropath.recall import Recall, recall_paths
 from localrag.retrieve.neuropath.replay import add_path, learn_from_answer, replay_tracking
 from localrag.retrieve.neuropath.tracking import TrackState, track
+from localrag.trace import FallbackStep
 
 
 class NeuroPath:
@@ -34,13 +36,13 @@ class NeuroPath:
     def _run(self, ctx: Context, query: str, k: int, trace: Trace) -> Retrieval:
         entities = query_entities(ctx, query, trace)
         seeds = link_seeds(ctx, entities)
-        trace.step("seeds", seeds=[{"query": t, "entity": n, "id": e, "sim": round(s, 4)} for t, e, n, s in seeds])
+        trace.add(SeedsStep(tuple(SeedLink(t, n, e, round(s, 4)) for t, e, n, s in seeds)))
         if not seeds:
             if ctx.settings.neuropath.completion == "graph":
-                trace.step("fallback", reason="no query entities: the graph fusion, no path tracking")
+                trace.add(FallbackStep(reason="no query entities: the graph fusion, no path tracking"))
                 ranked, _ = graph_ranked(ctx, query, k)
                 return Retrieval(query, scored(ctx, ranked, "graph"), trace)
-            trace.step("fallback", reason="no query entities: dense retrieval, no path tracking")
+            trace.add(FallbackStep(reason="no query entities: dense retrieval, no path tracking"))
             ranked = dense_ranked(ctx, query, k)
             return Retrieval(query, scored(ctx, ranked, "dense"), trace)
         seed_ids = [e for _, e, _, _ in seeds]

@@ -16,6 +16,7 @@ from localrag.llm.prompts_np import track_messages, track_schema
 from localrag.memory.edges import Feedback
 from localrag.records import Trace
 from localrag.retrieve.base import Context
+from localrag.retrieve.neuropath.events import CandidatePath, RoundStep
 from localrag.retrieve.neuropath.paths import Path, dedupe, embed_text, first_hop, next_hop, prune, render
 from localrag.retrieve.neuropath.replay import add_path, reject_last
 
@@ -55,7 +56,7 @@ def track(ctx: Context, query: str, seeds: list[int], trace: Trace,
         old = locked + state.kept
         shown = (old + pruned)[: max(cfg.max_prompt_paths, len(old))]
         if not shown:
-            trace.step("round", round=state.rounds, g=g, candidates=[], note="no candidate paths")
+            trace.add(RoundStep(round=state.rounds, g=g, note="no candidate paths"))
             break
         expandable = {i for i, p in enumerate(shown) if i >= len(old)}
         names = graph.entities.names(sorted({p.link for p in shown}))
@@ -79,15 +80,15 @@ def track(ctx: Context, query: str, seeds: list[int], trace: Trace,
                 valid_ids = sorted(valid_ids, key=lambda i: (-shown[i].sim, i))[:FALLBACK_VALID]
                 expand_ids = [i for i in expand_ids if i in valid_ids]
         expand_ids = [i for i in expand_ids if i in expandable or shown[i].text not in expanded]
-        trace.step(
-            "round", round=state.rounds, g=g,
-            candidates=[{"id": i, "text": p.text.strip(), "sim": round(p.sim, 4), "docs": list(p.docs),
-                         "expandable": i in expandable, "recalled": p.recalled} for i, p in enumerate(shown)],
-            selected=valid_ids, expand=expand_ids, chain=chain, requirement=req, **{"continue": cont},
+        trace.add(RoundStep(
+            round=state.rounds, g=g,
+            candidates=tuple(CandidatePath(i, p.text.strip(), round(p.sim, 4), tuple(p.docs), i in expandable, p.recalled)
+                             for i, p in enumerate(shown)),
+            selected=tuple(valid_ids), expand=tuple(expand_ids), chain=chain, requirement=req, cont=cont,
             fallback="model reply unusable: paths taken in embedding order" if fell_back
             else ("selection too broad: kept the selected paths most similar to g" if broad else ""),
-            errors=errors,  # why replies were rejected (a repaired reply leaves its first error here)
-        )
+            errors=tuple(errors),  # why replies were rejected (a repaired reply leaves its first error here)
+        ))
         keep_ids = list(dict.fromkeys(valid_ids + sorted(set(expand_ids) - set(valid_ids))))
         # recalled paths are valid by construction (they come first, strongest first)
         state.valid = locked + [shown[i] for i in valid_ids if shown[i] not in locked]

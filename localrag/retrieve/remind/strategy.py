@@ -32,6 +32,8 @@ from localrag.config import Settings
 from localrag.memory.edges import Feedback, apply
 from localrag.retrieve.remind.calls import Budget, BudgetSpent, label
 from localrag.retrieve.remind.dfs import Expansion, expand, valid_steps
+from localrag.retrieve.remind.events import (ConfigStep, ExpansionStep, MemoryStep, NodeSeed, PathsStep, RankingStep,
+                                             RecalledEdge, SeedsStep, StopStep)
 from localrag.retrieve.remind.graph import ENTITY, PASSAGE, Node, RemindGraph, entity, passage
 from localrag.retrieve.remind.walk import Walk, WalkState
 from localrag.llm.prompts_remind import render_chunks
@@ -40,6 +42,7 @@ from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import rrf
+from localrag.trace import FallbackStep
 
 DEVIATIONS = [
     "R10: each candidate's weight w is shown to the model (the released prompt omits it)",
@@ -66,14 +69,14 @@ class Remind:
         graph = RemindGraph(ctx.store, qvec, mem.alpha, use_memory=mem.enabled and mem.read)
         seeds = self._seeds(ctx, graph, trace)
         if not seeds:
-            trace.step("fallback", reason="no entity or passage to start from: dense retrieval")
+            trace.add(FallbackStep(reason="no entity or passage to start from: dense retrieval"))
             return Retrieval(query, scored(ctx, dense_ranked(ctx, query, k), "dense"), trace)
-        trace.step("config", **_config(ctx.settings))
+        trace.add(_config(ctx.settings))
         visited = set(seeds)
         expansion = expand(graph, seeds, mem.lam, visited) if mem.enabled and mem.read else Expansion()
-        trace.step("expansion", recalled_edges=expansion.edges, passages=expansion.passages,
-                   edges=[{"step": graph.step_line(s.edge), "w": round(s.weight, 4)} for s in expansion.steps],
-                   memory="on" if mem.enabled else "off")
+        trace.add(ExpansionStep(recalled_edges=expansion.edges, passages=tuple(expansion.passages),
+                                edges=tuple(RecalledEdge(graph.step_line(s.edge), round(s.weight, 4)) for s in expansion.steps),
+                                memory="on" if mem.enabled else "off"))
         reserve = 1 if mem.enabled else 0
         budget = Budget(ctx.llm(), max(0, cfg.max_llm_calls - reserve), trace)
         start = next((s for s in seeds if s.kind == ENTITY), seeds[0])
@@ -90,9 +93,9 @@ class Remind:
             state.recall_trusted = True
         else:
             walk.run()
-        trace.step("stop", reason=state.stop, sufficient=state.sufficient, jumps=state.jumps,
-                   iterations=state.iterations, llm_calls=budget.used, collected=list(state.collected))
-        trace.step("paths", paths=[f"{s.origin}: {graph.step_line(s.edge)} (w {s.weight:.2f})" for s in state.steps])
+        trace.add(StopStep(reason=state.stop, sufficient=state.sufficient, jumps=state.jumps,
+                           iterations=state.iterations, llm_calls=budget.used, collected=tuple(state.collected)))
+        trace.add(PathsStep(tuple(f"{s.origin}: {graph.step_line(s.edge)} (w {s.weight:.2f})" for s in state.steps)))
         if mem.enabled:
             budget.limit = cfg.max_llm_calls
             self._replay(ctx, query, qvec, graph, walk, budget, expansion, trace)
@@ -110,8 +113,7 @@ class Remind:
         ents = ctx.store.graph.entities.knn(graph.q, cfg.seeds) if cfg.seeds > 0 else []
         pas = ctx.store.vectors.knn(graph.q, cfg.seed_passages) if cfg.seed_passages > 0 else []
         seeds = [entity(e) for e, _ in ents] + [passage(p) for p, _ in pas]
-        trace.step("seeds", seeds=[{"node": graph.label(n), "id": n.id, "kind": n.kind, "sim": round(s, 4)}
-                                   for n, (_, s) in zip(seeds, ents + pas)])
+        trace.add(SeedsStep(tuple(NodeSeed(graph.label(n), n.id, n.kind, round(s, 4)) for n, (_, s) in zip(seeds, ents + pas))))
         return seeds
 
     def _replay(self, ctx: Context, query: str, qvec, graph: RemindGraph, walk: Walk, budget: Budget,
@@ -120,7 +122,7 @@ class Remind:
         steps = st.steps
         kept: list = []
         rejected: list = []
-        info: dict = {}
+        info: dict = {}  # MemoryStep's fields that say what the replay did
         if st.recall_trusted:
             # nothing new was checked (no judge): reinforcing would let a memory confirm itself
             info["mode"] = "trusted recall: walk skipped, no update (no new evidence)"
@@ -146,11 +148,11 @@ class Remind:
                 valid = set(valid_steps(st.seeds, steps, set(labels.steps), set(labels.passages)))
                 kept = [steps[i].edge.key for i in sorted(valid)]
                 rejected = [s.edge.key for i, s in enumerate(steps) if i not in valid and s.edge.key not in kept]
-                info.update(mode="labelled", labelled_steps=labels.steps, labelled_passages=labels.passages,
+                info.update(mode="labelled", labelled_steps=tuple(labels.steps), labelled_passages=tuple(labels.passages),
                             valid=len(kept), invalid=len(rejected))
         result = apply(ctx.store, query, self.name, qvec, Feedback(kept=kept, rejected=list(dict.fromkeys(rejected))), mem)
-        trace.step("memory", recalled_edges=expansion.edges, enhanced=result.enhanced, penalised=result.penalised,
-                   penalty=mem.penalty, **info)
+        trace.add(MemoryStep(recalled_edges=expansion.edges, enhanced=result.enhanced, penalised=result.penalised,
+                             penalty=mem.penalty, **info))
 
     def _rank(self, ctx: Context, query: str, st: WalkState, expansion: Expansion, k: int, trace: Trace) -> Retrieval:
         collected = ctx.keep_ids(dict.fromkeys(st.collected))
@@ -176,12 +178,13 @@ class Remind:
                 sp.source = "memory"
             elif pid in collected:
                 sp.source = "path"
-        trace.step("ranking", collected=collected, backfill=len(passages) - len(collected), rank=ctx.settings.remind.rank)
+        trace.add(RankingStep(collected=tuple(collected), backfill=len(passages) - len(collected), rank=ctx.settings.remind.rank))
         return Retrieval(query, passages, trace)
 
 
-def _config(s: Settings) -> dict:
+def _config(s: Settings) -> ConfigStep:
     r, m = s.remind, s.memory
-    return {"alpha": m.alpha, "lam": m.lam, "penalty": m.penalty, "memory": m.enabled, "max_jumps": r.max_jumps,
-            "max_llm_calls": r.max_llm_calls, "max_iterations": r.max_iterations or 2 * r.max_jumps,
-            "zero_jump": r.zero_jump, "deviations": DEVIATIONS}
+    return ConfigStep(alpha=m.alpha, lam=m.lam, penalty=m.penalty, memory=m.enabled, max_jumps=r.max_jumps,
+                      max_llm_calls=r.max_llm_calls, max_iterations=r.max_iterations or 2 * r.max_jumps,
+                      zero_jump=r.zero_jump, deviations=tuple(DEVIATIONS))
+

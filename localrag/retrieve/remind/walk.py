@@ -22,6 +22,7 @@ from localrag.ingest.chunker import count_tokens
 from localrag.llm.prompts_remind import STOP, ChunkView, OptionView, render_chunks
 from localrag.retrieve.remind.calls import Budget, BudgetSpent, choose_next, judge, summarise
 from localrag.retrieve.remind.dfs import Step
+from localrag.retrieve.remind.events import JudgeStep, MoveOption, MoveStep, SummaryStep
 from localrag.retrieve.remind.graph import ENTITY, PASSAGE, Candidate, Node, RemindGraph
 from localrag.records import Trace
 
@@ -94,9 +95,9 @@ class Walk:
         backs = [OptionView(f"b{i + 1}", self.g.label(n), "visited; has unexplored neighbours") for i, n in enumerate(back)]
         choice = choose_next(self.budget, self.q, self.g.label(here), self._walk_lines(), self._chunks(), options,
                              backs, list(st.collected), self.cfg.choice_attempts)
-        record = {"candidates": [{"id": o.id, "node": o.node, "via": o.via, "w": round(o.weight or 0.0, 4)} for o in options],
-                  "back": [o.node for o in backs], "choice": choice.option, "reason": choice.reason,
-                  "attempts": choice.attempts, "errors": choice.errors}
+        record = {"candidates": tuple(MoveOption(o.id, o.node, o.via, round(o.weight or 0.0, 4)) for o in options),
+                  "back": tuple(o.node for o in backs), "choice": choice.option, "reason": choice.reason,
+                  "attempts": choice.attempts, "errors": tuple(choice.errors)}  # MoveStep's fields of a model turn
         if not choice.ok:
             st.stop = f"no valid choice in {choice.attempts} attempts"
             st.path_trusted = False
@@ -161,16 +162,16 @@ class Walk:
                                 self.cfg.prompt_chars // 2)
         view = ChunkView(pid, self.g.name(Node(PASSAGE, pid)), p.text)
         self.st.summaries[pid] = summarise(self.budget, self.q, view, earlier, self.cfg.summary_max_tokens)
-        self.trace.step("summary", passage=pid, tokens=count_tokens(p.text), summary=self.st.summaries[pid][:300])
+        self.trace.add(SummaryStep(passage=pid, tokens=count_tokens(p.text), summary=self.st.summaries[pid][:300]))
 
     def _judge(self, after: str) -> bool:
         names = [self.g.name(n) for n in self.st.order if n.kind == ENTITY]
         verdict = judge(self.budget, self.q, names, self._chunks())
-        self.trace.step("judge", after=after, collected=list(self.st.collected),
-                        sufficient="yes" if verdict.sufficient else "no", reason=verdict.reason,
-                        usable=verdict.ok)
+        self.trace.add(JudgeStep(after=after, collected=tuple(self.st.collected),
+                                 sufficient="yes" if verdict.sufficient else "no", reason=verdict.reason,
+                                 usable=verdict.ok))
         return verdict.sufficient
 
     def _log(self, here: Node, kind: str, to: Node | None, record: dict) -> None:
-        self.trace.step("move", n=self.st.iterations, kind=kind, at=self.g.label(here),
-                        to=self.g.label(to) if to else "", jumps=self.st.jumps, **record)
+        self.trace.add(MoveStep(n=self.st.iterations, kind=kind, at=self.g.label(here),
+                                to=self.g.label(to) if to else "", jumps=self.st.jumps, **record))
