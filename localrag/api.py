@@ -19,6 +19,7 @@ from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
 from localrag.kg.builder import GraphBuilder
+from localrag.kg.entity_graph import save_entity_graph
 from localrag.kg.run import GraphProgress, GraphReport
 from localrag.llm.base import RecordingLLM
 from localrag.llm import factory  # called as factory.make_llm: tests replace it there
@@ -96,6 +97,11 @@ class Index:
         db = self.settings.db_path
         with writer_lock(db if str(db) == ":memory:" else Path(str(db) + "-graph"), wait_s=wait_s):
             return GraphBuilder(self.store, self.embedder, self.settings, llm=llm).run(progress, should_stop)
+
+    def save_entity_graph(self) -> None:
+        """The walk matrix saved at the graph's current version: after a sync that removed or
+        changed passages, a new process then loads it as it is."""
+        save_entity_graph(self.store)
 
     def check_health(self, force: bool = False) -> "HealthCheck":
         """SQLite's quick_check when damage is suspected or the periodic check is due (``force``: always);

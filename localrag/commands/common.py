@@ -51,6 +51,7 @@ def check_strategy(name: str | None) -> None:
     """An unknown strategy name is a usage error, found before the folder is synced."""
     if name is None or name == "auto":
         return
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.retrieve import strategy_names
 
     names = strategy_names()
@@ -101,6 +102,7 @@ def print_error(message: str) -> None:
 
 def describe_error(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for an exception that reached the command line."""
+    # loaded when an error is described: the error types' modules (the pipeline) stay out of `localrag --help`
     from localrag.api import EmptyIndexError
     from localrag.embed import EmbedderError
     from localrag.llm.base import LLMError

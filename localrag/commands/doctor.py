@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def _sqlite() -> Check:
+    # each check loads what it checks, so one that cannot import is reported, not fatal
     from localrag.store.connection import driver_name, self_test
 
     vec = self_test()
@@ -34,6 +35,7 @@ def _sqlite() -> Check:
 
 
 def _embedder() -> Check:
+    # each check loads what it checks, so one that cannot import is reported, not fatal
     from localrag.embed import default_embedder
 
     emb = default_embedder()
@@ -43,6 +45,7 @@ def _embedder() -> Check:
 
 
 def _model(settings) -> list[Check]:
+    # each check loads what it checks, so one that cannot import is reported, not fatal
     from localrag.llm.discovery import discover
 
     out: list[Check] = []
@@ -54,6 +57,7 @@ def _model(settings) -> list[Check]:
     info = llama_cpp.llama_print_system_info().decode(errors="replace").strip()
     gpu = llama_cpp.llama_supports_gpu_offload()
     out.append(Check("llama.cpp", True, f"llama-cpp-python {llama_cpp.__version__}, GPU offload {'yes' if gpu else 'no'}; {info[:160]}"))
+    # each check loads what it checks, so one that cannot import is reported, not fatal
     from localrag.llm.llamacpp import LlamaCppLLM
 
     t = time.perf_counter()
@@ -73,12 +77,14 @@ def run(args: argparse.Namespace) -> int:
         steps.append(("model", lambda: _model(settings)))
     if settings.llm.url:
         def server():
+            # each check loads what it checks, so one that cannot import is reported, not fatal
             from localrag.llm.server_check import check_server
 
             return [Check(c.name, c.ok, c.detail) for c in check_server(settings)]
         steps.append(("server", server))
     if settings.db_path.exists():
         def db():
+            # each check loads what it checks, so one that cannot import is reported, not fatal
             from localrag.store.repair import check_database
 
             result = check_database(settings.db_path)
@@ -98,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _repair(settings) -> int:
     """Move a damaged index aside and rebuild it from the notes, keeping the content-keyed caches
     (LLM extractions, query entities) that still read cleanly: re-extraction then costs no model call."""
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Index
     from localrag.store.lock import writer_lock
     from localrag.store.repair import check_database, move_aside, salvage_caches

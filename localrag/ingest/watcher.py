@@ -26,6 +26,7 @@ from typing import Any, Callable
 from localrag.config import IndexSettings
 from localrag.ingest.sync import Progress, SyncReport
 from localrag.ingest.walker import STATE_DIR, display_name, is_candidate, is_ignored
+from localrag.store.lock import LockBusy
 
 logger = logging.getLogger(__name__)
 
@@ -334,19 +335,15 @@ class AutoIndexer:
     def _save_matrix(self, sync: IndexCycle) -> None:
         """No graph phase this cycle (it saves the walk matrix itself): keep the saved matrix
         current after a sync that removed or changed passages, so a new process loads it as is."""
-        store = getattr(self.index, "store", None)
-        if store is None or sync.error or sync.sync is None or not sync.sync.changed:
+        save = getattr(self.index, "save_entity_graph", None)
+        if save is None or sync.error or sync.sync is None or not sync.sync.changed:
             return
-        from localrag.kg.entity_graph import save_entity_graph
-
         try:
-            save_entity_graph(store)
+            save()
         except Exception:  # a busy or read-only index: readers update from the marks instead
             logger.info("the entity graph was not saved after the sync", exc_info=True)
 
     def _guarded(self, cycle: IndexCycle, work: Callable[[IndexCycle], None]) -> IndexCycle:
-        from localrag.store.lock import LockBusy
-
         self.busy, self.phase = True, cycle.phase
         try:
             work(cycle)

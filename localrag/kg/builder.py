@@ -24,7 +24,9 @@ from localrag.config import Settings
 from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk
 from localrag.kg.extract import Extraction, ExtractorOptions, extract_passage
-from localrag.kg.run import GraphProgress, GraphReport, GraphRun, ServerUnreachable, StepTimes
+from localrag.kg.concurrent_build import drain_in_flight
+from localrag.kg.entity_graph import save_entity_graph
+from localrag.kg.run import BATCH, CALL_ERRORS, GraphProgress, GraphReport, GraphRun, ServerUnreachable, StepTimes
 from localrag.kg.vault import passage_signals
 from localrag.llm import factory  # called as factory.make_llm: tests replace it there
 from localrag.llm.base import LLMError, RecordingLLM
@@ -36,12 +38,9 @@ from localrag.store.extractions import CachedExtraction
 
 logger = logging.getLogger(__name__)
 
-BATCH = 16
 RETITLED_ROUNDS = 3  # drain passes when writes were refused because a note was renamed meanwhile
 FLUSH_AFTER_S = 1.0
 SAVE_MATRIX_EVERY_S = 120.0
-# what a failed extraction call may raise: counted against the passage, never a crash
-CALL_ERRORS = (LLMError, ValueError, RuntimeError, OSError)
 
 
 def resolve_extractor(settings: Settings, given_llm: bool = False) -> tuple[str, str]:
@@ -230,8 +229,6 @@ class GraphBuilder:
         run = GraphRun(report, progress, should_stop, time.perf_counter())
         report.concurrency = self.concurrency()
         if report.concurrency > 1:
-            from localrag.kg.concurrent_build import drain_in_flight
-
             drain_in_flight(self, run, report.concurrency)
         else:
             self._drain(run)
@@ -348,8 +345,6 @@ class GraphBuilder:
 
     def save_matrix(self) -> None:
         """The walk matrix saved at the graph's current version, so a new process loads it."""
-        from localrag.kg.entity_graph import save_entity_graph
-
         started = time.perf_counter()
         save_entity_graph(self.store)
         self._saved_at = time.perf_counter()

@@ -18,18 +18,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from localrag.kg.extract import Extraction
+from localrag.kg.run import BATCH, CALL_ERRORS, GraphRun
 from localrag.llm.concurrent import in_flight
 from localrag.records import Passage
 
 if TYPE_CHECKING:
-    from localrag.kg.builder import GraphBuilder
-    from localrag.kg.run import GraphRun
+    from localrag.kg.builder import GraphBuilder  # only a type: the builder imports this module
 
 
-def drain_in_flight(builder: "GraphBuilder", run: "GraphRun", concurrency: int) -> None:
+def drain_in_flight(builder: "GraphBuilder", run: GraphRun, concurrency: int) -> None:
     """Drain the queue with up to ``concurrency`` model calls outstanding."""
-    from localrag.kg.builder import BATCH, CALL_ERRORS
-
     graph = builder.store.graph
     taken: set[int] = set()  # passages whose call is running (still queued until written)
     direct: list[tuple[Passage, Extraction]] = []  # extracted without a call, not yet written

@@ -8,6 +8,10 @@ from typing import Callable
 
 from localrag.llm.base import LLMError
 
+BATCH = 16  # passages taken from the queue at a time
+# what a failed extraction call may raise: counted against the passage, never a crash
+CALL_ERRORS = (LLMError, ValueError, RuntimeError, OSError)
+
 
 @dataclass
 class GraphProgress:

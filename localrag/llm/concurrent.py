@@ -14,6 +14,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
 from typing import Callable, Iterable, Iterator, TypeVar
 
+from localrag.llm.openai_compat import OpenAICompatLLM
+from localrag.llm.served_http import TransportError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -69,8 +72,6 @@ def accepts_parallel_calls(llm: object) -> bool:
     flag = getattr(inner, "parallel_calls", None)
     if flag is not None:
         return bool(flag)
-    from localrag.llm.openai_compat import OpenAICompatLLM
-
     return isinstance(inner, OpenAICompatLLM)
 
 
@@ -82,6 +83,4 @@ UNREACHABLE = frozenset({"refused", "dns", "connect-timeout", "tls", "broken", "
 def server_unreachable(exc: BaseException) -> bool:
     """The model server cannot be reached (after the backend's own retries): every further call
     would fail the same way, so a run should stop rather than charge it to each passage."""
-    from localrag.llm.served_http import TransportError
-
     return isinstance(exc, TransportError) and exc.kind in UNREACHABLE

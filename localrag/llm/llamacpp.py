@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -13,24 +12,7 @@ from localrag.config import LLMSettings
 from localrag.llm.base import BuiltLLM, LLMError, Message, Reply, TokenSink, Usage
 from localrag.llm.discovery import check_gguf, discover
 from localrag.llm.grammar import choice_grammar
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    """llama.cpp writes model-load chatter straight to fd 2; keep the terminal clean."""
-    try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(fd, 2)
-        os.close(fd)
-        os.close(devnull)
+from localrag.llm.model_info import gguf_size, quiet_stderr
 
 
 class LlamaCppLLM:
@@ -46,7 +28,7 @@ class LlamaCppLLM:
         self._lock = threading.Lock()
         threads = settings.n_threads or (os.cpu_count() or 2)
         try:
-            with _quiet_stderr():
+            with quiet_stderr():
                 self._llm = Llama(
                     model_path=str(path), n_ctx=settings.n_ctx, n_threads=threads, n_threads_batch=threads,
                     n_gpu_layers=settings.n_gpu_layers, seed=settings.seed, verbose=False, flash_attn=True,
@@ -58,8 +40,6 @@ class LlamaCppLLM:
             ) from exc
 
     def model_size(self):
-        from localrag.llm.model_info import gguf_size
-
         return gguf_size(self.path)
 
     def _choice_grammar(self, choices: tuple[str, ...]):
@@ -67,7 +47,7 @@ class LlamaCppLLM:
         from llama_cpp import LlamaGrammar
 
         if getattr(self, "_grammar_key", None) != choices:
-            with _quiet_stderr():
+            with quiet_stderr():
                 self._grammar = LlamaGrammar.from_string(choice_grammar(choices), verbose=False)
             self._grammar_key = choices
         return self._grammar

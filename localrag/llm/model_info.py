@@ -8,12 +8,16 @@ size is ``llm.params`` when the user states it, else unknown.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from localrag.config import LLMSettings
+from localrag.llm.base import LLMError
+from localrag.llm.discovery import discover
 
 
 @dataclass(frozen=True)
@@ -49,16 +53,32 @@ def gguf_size(path: Path) -> ModelSize:
     return size
 
 
+@contextlib.contextmanager
+def quiet_stderr():
+    """llama.cpp writes model-load chatter straight to fd 2; keep the terminal clean."""
+    try:
+        fd = os.dup(2)
+    except OSError:
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(fd, 2)
+        os.close(fd)
+        os.close(devnull)
+
+
 def _read_gguf(path: Path) -> ModelSize:
     try:
         import llama_cpp
     except ImportError:
         return ModelSize(0, "", path.stem, "unknown: llama-cpp-python is not installed")
-    from localrag.llm.llamacpp import _quiet_stderr
-
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True
-    with _quiet_stderr():
+    with quiet_stderr():
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
     if not model:
         return ModelSize(0, "", path.stem, "unknown: llama.cpp could not read the file's metadata")
@@ -80,9 +100,6 @@ def model_size(settings: LLMSettings) -> ModelSize:
     if settings.url:
         return ModelSize(0, "", settings.url_model or "served model",
                          "unknown: a served model (set llm.params to its parameter count)")
-    from localrag.llm.base import LLMError
-    from localrag.llm.discovery import discover
-
     try:
         choice = discover(settings.model)
     except LLMError as exc:

@@ -10,6 +10,7 @@ from localrag.config import Settings
 from localrag.llm.base import LLMError
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_served import PROBE_SCHEMA, probe_error, probe_messages
+from localrag.llm.openai_compat import OpenAICompatLLM
 
 
 @dataclass
@@ -27,8 +28,6 @@ def _key_note(env_name: str) -> str:
 
 def check_server(settings: Settings) -> list[Check]:
     """Never raises for a server problem: each failure is a Check with the reason."""
-    from localrag.llm.openai_compat import OpenAICompatLLM
-
     llm_settings = settings.llm
     try:
         llm = OpenAICompatLLM(llm_settings, model=llm_settings.url_model)
