@@ -16,7 +16,7 @@ from scripted_llm import ScriptedLLM
 
 import localrag.conversation.rewrite as rewrite
 from localrag.conversation.rewrite import resolve_llm
-from localrag.conversation.records import Turn
+from localrag.records import Turn
 from localrag.llm import prompts_chat, prompts_kg, prompts_np
 
 pytest_plugins = ["conftest_kg"]
