@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from bench_helpers import write_data_set
 
 from localrag.api import Index
 from localrag.cli import common_parser
@@ -80,11 +81,8 @@ def gold_sets(tmp_path) -> Path:
     passages = [(1, "Mira Okafor", "Mira Okafor leads the Heron project at the Lund institute."),
                 (2, "Vessby", "Vessby lies on the river Orle, north of the Tarn hills.")]
     for name in extraction.SETS:
-        folder = tmp_path / name
-        folder.mkdir(parents=True)
-        (folder / "corpus.jsonl").write_text("".join(json.dumps({"doc_id": d, "title": t, "text": x}) + "\n"
-                                                     for d, t, x in passages))
-        (folder / "questions.jsonl").write_text(json.dumps({"id": "q1", "question": "?", "gold_doc_ids": [1, 2]}) + "\n")
+        write_data_set(tmp_path / name, [{"doc_id": d, "title": t, "text": x} for d, t, x in passages],
+                       [{"id": "q1", "question": "?", "gold_doc_ids": [1, 2]}])
     return tmp_path
 
 
