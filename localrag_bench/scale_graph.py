@@ -123,6 +123,16 @@ def _token_totals(store: Any, embedder: Any) -> tuple[int, int]:
     return words, pieces
 
 
+def _timed_phase(index: Index, run: Callable[[], Any], passages_of: Callable[[Any], int]) -> tuple[PhaseFigures, Any]:
+    """``run()``'s wall and CPU seconds with the index's token totals and the load after it; and its report."""
+    started, cpu = time.perf_counter(), time.process_time()
+    report = run()
+    seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    words, pieces = _token_totals(index.store, index.embedder)
+    return PhaseFigures(passages_of(report), words, pieces, round(seconds, 2), round(cpu_s, 2),
+                        [round(x, 2) for x in os.getloadavg()]), report
+
+
 def fast_phase(work: Path, notes: list[GraphNote], embedder: Any, fresh: bool,
                log: Callable[[str], None]) -> tuple[PhaseFigures, float]:
     """The fast phase into work/fast.db (reused when it exists, with the figures recorded then)."""
@@ -137,12 +147,7 @@ def fast_phase(work: Path, notes: list[GraphNote], embedder: Any, fresh: bool,
     index = rules_index(work, db, embedder)
     try:
         log(f"fast phase: {sum(len(n.passages) for n in notes):,} passages")
-        started, cpu = time.perf_counter(), time.process_time()
-        report = index.sync()
-        seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-        words, pieces = _token_totals(index.store, index.embedder)
-        figures = PhaseFigures(report.passages_added, words, pieces, round(seconds, 2), round(cpu_s, 2),
-                               [round(x, 2) for x in os.getloadavg()])
+        figures, _ = _timed_phase(index, index.sync, lambda report: report.passages_added)
     finally:
         index.close()
     record.write_text(json.dumps({"figures": asdict(figures), "rss_mb": rss_mb()}))
@@ -155,12 +160,7 @@ def graph_phase(work: Path, embedder: Any, log: Callable[[str], None]) -> tuple[
     try:
         queued = index.store.graph.queue_length()
         log(f"graph phase (rules): {queued:,} passages queued")
-        started, cpu = time.perf_counter(), time.process_time()
-        report = index.extract_graph()
-        seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-        words, pieces = _token_totals(index.store, index.embedder)
-        figures = PhaseFigures(report.passages, words, pieces, round(seconds, 2), round(cpu_s, 2),
-                               [round(x, 2) for x in os.getloadavg()])
+        figures, report = _timed_phase(index, index.extract_graph, lambda report: report.passages)
         steps = {k: round(v, 2) for k, v in sorted(report.steps.seconds.items())}
         counts = index.graph_figures()
         size = index.store.size_bytes()
