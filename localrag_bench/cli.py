@@ -9,7 +9,7 @@ import argparse
 
 from localrag_bench.cli_tools import command, register_tools
 
-# kept in step with localrag_bench.rounds (imported lazily: it loads the whole pipeline); a test checks it
+# kept in step with localrag_bench.rounds (not imported here: it loads the whole pipeline); a test checks it
 ROUND_NAMES = ("first", "same", "similar", "different", "different-nomem")
 DEFAULT_ROUNDS = "first,same,different,different-nomem"
 ROUNDS_HELP = """memory rounds (--rounds SPEC):
@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="a setting for this run, e.g. hybrid_rrf_k=60 or neuropath.max_hop=1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=command("commands", "run_bench_command"))
-    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table,followup,extraction,fusion,graph-phase,queue-order,window-share}")
+    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table,followup,extraction,fusion,"
+                                 "graph-phase,queue-order,window-share}")
 
     s = bench_sub.add_parser("scale", help="indexing throughput and query latency on a generated corpus",
                              description="Generate N varied passages (deterministic), index them without an LLM, "
