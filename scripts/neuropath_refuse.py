@@ -3,7 +3,8 @@
 A `localrag bench --strategy neuropath` result keeps, per question, what path tracking
 handed to completion (``tracking``: seeds, path documents, open path ends, chain,
 requirement, fallback). This script feeds the same inputs through NeuroPath's own ``fuse``
-(localrag.retrieve.neuropath.completion, via localrag_bench.neuropath_replay) under each variant's settings and prints recall@2/@5, so completion defaults are chosen on
+(localrag.retrieve.neuropath.completion, via localrag_bench.neuropath_replay) under each
+variant's settings and prints recall@2/@5, so completion defaults are chosen on
 like-for-like numbers (the tracking calls are the expensive part and run once).
 
     .venv/bin/python scripts/neuropath_refuse.py docs/results/musique100-dev-neuropath.json
@@ -18,7 +19,8 @@ import argparse
 import json
 from pathlib import Path
 
-from localrag.api import Assistant
+from localrag.api import Assistant, Index
+from localrag.config import load_settings
 from localrag.records import Trace
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
@@ -59,6 +61,8 @@ def main() -> None:
     ap.add_argument("--from-log", metavar="DATA_DIR", help="read tracking from this data set's bench query log")
     ap.add_argument("--ids", help="question ids file (with --from-log)")
     ap.add_argument("--work", help="the bench work dir (default: the result's, else the data set's default)")
+    ap.add_argument("--as-stored", action="store_true",
+                    help="open the index as it is, without syncing its notes (passage ids stay those of the run)")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--variants", default="", help="only the variants whose name contains this text")
     args = ap.parse_args()
@@ -70,7 +74,11 @@ def main() -> None:
         dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
     # passage ids are only meaningful in the index the run used
     work = args.work or (None if args.from_log else saved.get("index", {}).get("work_dir"))
-    index, _ = prepare_index(dataset, Path(work) if work else default_work_dir(dataset), {"memory.enabled": False})
+    work_dir = Path(work) if work else default_work_dir(dataset)
+    if args.as_stored:  # a later chunker would re-chunk the notes and renumber the passages the records name
+        index = Index(load_settings(work_dir / "notes", {"memory.enabled": False, "db": str(work_dir / "index.db")}))
+    else:
+        index, _ = prepare_index(dataset, work_dir, {"memory.enabled": False})
     if args.from_log:
         by_text = {q.question: q.id for q in dataset.questions}
         records = {}
