@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # loaded once a command runs: rich's consoles stay out of argument errors
     from localrag.commands.common import run_command
 
     return run_command(args)

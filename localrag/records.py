@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -157,3 +158,87 @@ class GraphCounts:
     mentions: int
     queued: int
     failed: int
+
+
+@dataclass(frozen=True)
+class NoteMeta:
+    title: str = ""
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # lowercased, without '#'
+    properties: tuple[tuple[str, str], ...] = ()  # scalar (key, value) pairs, in file order
+    warning: str = ""  # why the front matter could not be used, if it could not
+    lines: int = 0  # lines the front matter takes (0: none)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.title or self.aliases or self.tags or self.properties or self.warning)
+
+    def to_json(self) -> str:
+        return json.dumps({"title": self.title, "aliases": list(self.aliases), "tags": list(self.tags),
+                           "properties": [list(p) for p in self.properties], "warning": self.warning})
+
+    @classmethod
+    def from_json(cls, raw: str) -> "NoteMeta":
+        d = json.loads(raw)
+        return cls(d.get("title", ""), tuple(d.get("aliases", ())), tuple(d.get("tags", ())),
+                   tuple((str(k), str(v)) for k, v in d.get("properties", ())), d.get("warning", ""))
+
+    def value_of(self, key: str) -> str | None:
+        return next((v for k, v in self.properties if k == key), None)
+
+    @property
+    def description(self) -> str:
+        """The note's summary, as vault tools name it (Dendron ``desc``, ``description``, ``summary``)."""
+        for key in ("desc", "description", "summary", "abstract"):
+            value = next((v for k, v in self.properties if k.lower() == key), None)
+            if value:
+                return value
+        return ""
+
+    @property
+    def alias_names(self) -> tuple[str, ...]:
+        """Names the note is also known by: its aliases, and a front-matter title unlike its own
+        (the note's title is its first heading or file name, as Obsidian names notes)."""
+        return tuple(dict.fromkeys(self.aliases + ((self.title,) if self.title else ())))
+
+
+@dataclass(frozen=True)
+class TurnCitation:
+    """A passage the answer cited, as stored with the turn (the passage itself may change later)."""
+
+    number: int
+    location: str  # path:start-end
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    session_id: int
+    ordinal: int  # 1, 2, … within the session
+    question: str  # as the user asked it
+    resolved: str  # what retrieval searched for (the question made self-contained)
+    answer: str = ""
+    citations: tuple[TurnCitation, ...] = ()
+    strategy: str = ""
+    query_id: int | None = None
+    resolver: str = ""  # "unchanged" | "rules" | "llm"
+    created: float = 0.0
+    id: int | None = None
+
+    @property
+    def was_resolved(self) -> bool:
+        return self.resolved.strip() != self.question.strip()
+
+
+@dataclass(frozen=True)
+class Session:
+    id: int
+    name: str | None
+    created: float
+    updated: float
+    turns: int = 0
+    first_question: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or f"#{self.id}"

@@ -27,7 +27,8 @@ from localrag.api import Assistant, Index
 from localrag_bench.data import Dataset, default_work_dir, doc_id_of
 from localrag_bench.metrics import dedupe, mean, recall_at_k
 from localrag_bench.runner import prepare_index
-from localrag.conversation.records import Resolution, Turn
+from localrag.conversation.records import Resolution
+from localrag.records import Turn
 from localrag.conversation.resolve import resolve_rules
 from localrag.conversation.rewrite import resolve_llm
 

@@ -119,11 +119,15 @@ def fully_typed(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def line_comment(lines: list[str], lineno: int) -> str:
-    """The comment on an import's line or the line above it: where the reason is given."""
-    for text in (lines[lineno - 1], lines[lineno - 2] if lineno >= 2 else ""):
-        if "#" in text:
-            return text.split("#", 1)[1].strip()
-    return ""
+    """The reason given for an import: a comment on its line, or on the line just above the
+    block of imports it belongs to."""
+    if "#" in lines[lineno - 1]:
+        return lines[lineno - 1].split("#", 1)[1].strip()
+    index = lineno - 2
+    while index >= 0 and lines[index].strip().startswith(("from ", "import ")) and "#" not in lines[index]:
+        index -= 1
+    above = lines[index].strip() if index >= 0 else ""
+    return above[1:].strip() if above.startswith("#") else ""
 
 
 def measure(roots: list[Path]) -> TreeMetrics:
@@ -175,7 +179,7 @@ def measure(roots: list[Path]) -> TreeMetrics:
     metrics.functions = len(lengths)
     if lengths:
         metrics.median_function_lines = statistics.median(lengths)
-        metrics.p90_function_lines = statistics.quantiles(lengths, n=10)[-1]
+        metrics.p90_function_lines = statistics.quantiles(lengths, n=10)[-1] if len(lengths) > 1 else lengths[0]
         metrics.typed_share = typed / len(lengths)
     return metrics
 

@@ -70,11 +70,13 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
 
     async with app.run_test(size=size) as pilot:
         started = time.monotonic()
-        await wait_for(pilot, lambda: app.feed.snapshot()[0].active or app.cycles_done > 0, 120, "indexing to start")
+        indexing = app.indexing
+        await wait_for(pilot, lambda: indexing.feed.snapshot()[0].active or indexing.cycles_done > 0, 120,
+                       "indexing to start")
         caught = 0  # 1: a phase is running; 2: part-way, with a rate (retaken when a better frame comes)
-        last_phase = "graph" if app.indexer.has_graph_phase else "sync"
-        while app.last_cycle is None or app.last_cycle.phase != last_phase or app.indexer.busy:
-            passages, graph = app.feed.snapshot()
+        last_phase = "graph" if indexing.indexer.has_graph_phase else "sync"
+        while indexing.last_cycle is None or indexing.last_cycle.phase != last_phase or indexing.indexer.busy:
+            passages, graph = indexing.feed.snapshot()
             running = [p for p in (passages, graph) if p.active and p.total]
             level = 2 if any(0 < p.done < p.total for p in running) else 1 if running else 0
             if level > caught:
@@ -90,8 +92,8 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
         started = time.monotonic()
         app.query_one("#question").value = question
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.answering, 10, "the question to be taken")
-        await wait_for(pilot, lambda: not app.answering, timeout, "the answer")
+        await wait_for(pilot, lambda: app.chat.answering, 10, "the question to be taken")
+        await wait_for(pilot, lambda: not app.chat.answering, timeout, "the answer")
         timings["answer_s"] = time.monotonic() - started
         await pilot.pause(0.5)
         shot("main")
@@ -117,8 +119,8 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
             box.value = followup
             await pilot.pause(0.2)
             await pilot.press("enter")
-            await wait_for(pilot, lambda: app.answering, 10, "the follow-up to be taken")
-            await wait_for(pilot, lambda: not app.answering, timeout, "the follow-up's answer")
+            await wait_for(pilot, lambda: app.chat.answering, 10, "the follow-up to be taken")
+            await wait_for(pilot, lambda: not app.chat.answering, timeout, "the follow-up's answer")
             await pilot.pause(0.5)
             shot("followup")
     timings["shots"] = len(shots)

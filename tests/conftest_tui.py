@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +17,7 @@ import pytest
 
 from localrag.api import Assistant
 from localrag.llm.base import LLMError, Reply, Usage
+from localrag.tui.presentation import Presentation
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "notes"
 
@@ -79,8 +81,39 @@ class StreamingScriptedLLM:
         return text
 
 
+@dataclass(frozen=True)
+class FrozenPresentation(Presentation):
+    """What snapshots can repeat: no time of day, dates, seconds, rates, ETAs or sizes; folder names
+    instead of absolute paths; a cursor that does not blink."""
+
+    cursor_blink: bool = False
+
+    def time_of_day(self) -> str:
+        return ""
+
+    def date(self, timestamp: float) -> str | None:
+        return None
+
+    def seconds(self, seconds: float, digits: int = 2) -> str | None:
+        return None
+
+    def rate(self, rate: float | None, eta_s: float | None, unit: str) -> str | None:
+        return None
+
+    def size(self, n_bytes: int) -> str | None:
+        return None
+
+    def folder(self, folder: str | Path) -> str:
+        return Path(folder).name
+
+    def database(self, db_path: str) -> str:
+        return ".localrag/index.db"
+
+
 def make_tui_app(notes: Path, embedder, *, llm=None, assistant_factory=None, graph: bool = False,
-                 strategy: str = "hybrid", watch: bool = True, stable: bool = True, **overrides):
+                 strategy: str = "hybrid", watch: bool = True, presentation: Presentation | None = None,
+                 **overrides):
+    """A LocalRagApp on ``notes`` with the scripted LLM; ``presentation`` defaults to FrozenPresentation."""
     from localrag.config import load_settings
     from localrag.tui.app import LocalRagApp
 
@@ -89,7 +122,7 @@ def make_tui_app(notes: Path, embedder, *, llm=None, assistant_factory=None, gra
     scripted = llm or StreamingScriptedLLM()
     factory = assistant_factory or (lambda index: Assistant(index, llm=scripted))
     return LocalRagApp(settings, strategy=strategy, embedder=embedder, assistant_factory=factory, graph=graph,
-                       watch=watch, stable=stable)
+                       watch=watch, presentation=presentation or FrozenPresentation())
 
 
 async def wait_until(pilot, condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
@@ -104,7 +137,8 @@ async def wait_until(pilot, condition: Callable[[], bool], timeout: float = 60.0
 
 async def wait_indexed(pilot, cycles: int = 1, timeout: float = 120.0) -> None:
     app = pilot.app
-    await wait_until(pilot, lambda: app.cycles_done >= cycles and not app.indexer.busy, timeout, f"{cycles} index cycle(s)")
+    await wait_until(pilot, lambda: app.indexing.cycles_done >= cycles and not app.indexing.indexer.busy, timeout,
+                     f"{cycles} index cycle(s)")
     await pilot.pause()
 
 
@@ -117,7 +151,7 @@ async def ask(pilot, question: str, timeout: float = 60.0):
     app.query_one("#question").value = question
     await pilot.press("enter")
     await wait_until(pilot, lambda: len(app.query(ChatLog).first().children) > before, timeout, "the answer block")
-    await wait_until(pilot, lambda: not app.answering, timeout, "the answer")
+    await wait_until(pilot, lambda: not app.chat.answering, timeout, "the answer")
     await pilot.pause()
     return app.query(ChatLog).first().latest()
 
@@ -161,4 +195,4 @@ def tui_app(indexed_notes: Path, embedder):
         app.index.close()
 
 
-__all__ = ["StreamingScriptedLLM", "make_tui_app", "wait_until", "wait_indexed", "ask", "first_sentence"]
+__all__ = ["StreamingScriptedLLM", "FrozenPresentation", "make_tui_app", "wait_until", "wait_indexed", "ask", "first_sentence"]

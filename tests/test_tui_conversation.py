@@ -57,16 +57,16 @@ def test_follow_up_in_the_thread_and_the_new_conversation_key(tui_app) -> None:
             # the answer prompt carried the first turn, before the passages of the second
             roles = [m["role"] for m in llm.prompts[-1]]
             assert roles == ["system", "user", "assistant", "user"] and llm.prompts[-1][1]["content"] == FIRST
-            session = app.conversation.session
+            session = app.chat.conversation.session
             turns = app.index.store.sessions.turns(session.id)
             assert [t.question for t in turns] == [FIRST, FOLLOW_UP] and turns[1].resolved == RESOLVED
 
             await pilot.press("ctrl+n")  # a new conversation: the thread is empty, the follow-up stands alone
             await pilot.pause()
-            assert not app.query(AnswerBlock) and app.conversation is None
+            assert not app.query(AnswerBlock) and app.chat.conversation is None
             alone = await ask(pilot, FOLLOW_UP)
             assert alone.answer.resolved_query == FOLLOW_UP and searched_line(alone) == ""
-            assert app.conversation.session.id != session.id
+            assert app.chat.conversation.session.id != session.id
             assert len(app.index.store.sessions.recent()) == 2
 
     asyncio.run(scenario())
@@ -107,8 +107,8 @@ def test_restart_resumes_the_last_conversation_and_earlier_ones_reopen(tui_app, 
             block = await ask(pilot, "What about Cobblebell?")  # continues the reopened conversation
             assert block.answer.resolved_query == "When did Cobblebell have its first public release?"
             assert app.query_one(ChatLog).latest() is block
-            turns = app.index.store.sessions.turns(app.conversation.session.id)
+            turns = app.index.store.sessions.turns(app.chat.conversation.session.id)
             assert [t.question for t in turns] == [FIRST, FOLLOW_UP, "What about Cobblebell?"]
-            assert app.index.store.sessions.latest().id == app.conversation.session.id
+            assert app.index.store.sessions.latest().id == app.chat.conversation.session.id
 
     asyncio.run(second_run())

@@ -1,6 +1,6 @@
 """Snapshot (pytest-textual-snapshot): a two-turn conversation, the follow-up with its "searched for" line.
 
-Deterministic as tests/test_tui_snapshots.py: scripted LLM, warm index, fixed size, stable mode.
+Deterministic as tests/test_tui_snapshots.py: scripted LLM, warm index, fixed size, FrozenPresentation.
 Update with ``pytest tests/test_tui_conversation_snapshot.py --snapshot-update`` and look at the SVG.
 """
 

@@ -20,6 +20,7 @@ from localrag.tui.chat import QuestionInput
 from localrag.tui.help import HelpScreen
 from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
 from localrag.tui.pathtree import PathTree
+from localrag.tui.presentation import Presentation
 from localrag.tui.source import SourcePanel
 
 SIZE = (150, 45)
@@ -45,7 +46,7 @@ def test_index_ask_stream_and_open_citations(tui_app, notes_dir: Path) -> None:
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await wait_indexed(pilot)
-            st = app.last_status
+            st = app.indexing.last_status
             assert st.passages > 0 and st.embedded == st.passages and st.documents == 25
             rows = text_of(app.query_one("#row-passages").query_one(".phase-detail").content)
             assert f"{st.embedded}/{st.passages} passages embedded" in rows
@@ -54,7 +55,7 @@ def test_index_ask_stream_and_open_citations(tui_app, notes_dir: Path) -> None:
             await pilot.click("#question")
             await pilot.press(*"Where does Ilse Varnhagen live?")
             await pilot.press("enter")
-            await wait_until(pilot, lambda: not app.answering and app.query("AnswerBlock"), 60, "the answer")
+            await wait_until(pilot, lambda: not app.chat.answering and app.query("AnswerBlock"), 60, "the answer")
             await pilot.pause()
             block = app.query_one("AnswerBlock")
             answer = block.answer
@@ -125,18 +126,18 @@ def test_edited_note_is_picked_up_by_the_watcher(tui_app, indexed_notes: Path) -
 
             note = indexed_notes / "people" / "wenna-strake.md"
             note.write_text(note.read_text() + "\nWenna Strake's pet heron is called Bartholomew Quillfeather.\n")
-            done = app.cycles_done
-            await wait_until(pilot, lambda: app.cycles_done > done and app.last_cycle.trigger is not None, 30,
-                             "the watcher's sync")
-            assert "people/wenna-strake.md" in app.last_cycle.trigger.paths
-            assert app.last_cycle.sync.updated == 1
+            done = app.indexing.cycles_done
+            await wait_until(pilot, lambda: app.indexing.cycles_done > done and app.indexing.last_cycle.trigger is not None,
+                             30, "the watcher's sync")
+            assert "people/wenna-strake.md" in app.indexing.last_cycle.trigger.paths
+            assert app.indexing.last_cycle.sync.updated == 1
             assert "last change" in str(app.query_one("#index-state").content)
 
             block = await ask(pilot, "What is the name of Wenna Strake's pet heron?")
             top = block.answer.citations[0] if block.answer.citations[0].cited else None
             assert top is not None and top.passage.path == "people/wenna-strake.md"
             assert "Bartholomew Quillfeather" in top.passage.text
-            app.open_citation(block, top.number)
+            app.chat.open_citation(block, top.number)
             await pilot.pause()
             assert "Bartholomew Quillfeather" in text_of(app.query_one("#source-body").content)
 
@@ -154,16 +155,16 @@ def test_deleted_note_is_gone_from_results(tui_app, indexed_notes: Path) -> None
             assert "trip-brannoch-vale-2023.md" in [c.passage.path for c in before.answer.citations]
 
             (indexed_notes / "trip-brannoch-vale-2023.md").unlink()
-            done = app.cycles_done
-            await wait_until(pilot, lambda: app.cycles_done > done and app.last_cycle.trigger is not None, 30,
-                             "the watcher's sync")
-            assert app.last_cycle.sync.removed == 1 and app.last_status.documents == 24
+            done = app.indexing.cycles_done
+            await wait_until(pilot, lambda: app.indexing.cycles_done > done and app.indexing.last_cycle.trigger is not None,
+                             30, "the watcher's sync")
+            assert app.indexing.last_cycle.sync.removed == 1 and app.indexing.last_status.documents == 24
 
             after = await ask(pilot, question)
             assert "trip-brannoch-vale-2023.md" not in [c.passage.path for c in after.answer.citations]
             # the old answer's citation now says the file is gone, and shows the indexed text
             old = next(c for c in before.answer.citations if c.passage.path == "trip-brannoch-vale-2023.md")
-            app.open_citation(before, old.number)
+            app.chat.open_citation(before, old.number)
             await pilot.pause()
             assert "no longer on disk" in str(app.query_one("#source-note").content)
 
@@ -175,11 +176,11 @@ def test_neuropath_answer_shows_hops_in_the_path_tree(tui_app) -> None:
 
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.last_cycle is not None and app.last_cycle.phase == "graph", 180,
-                             "the graph phase")
-            assert not app.last_cycle.error and app.last_status.extra["facts"] > 0
+            await wait_until(pilot, lambda: app.indexing.last_cycle is not None
+                             and app.indexing.last_cycle.phase == "graph", 180, "the graph phase")
+            assert not app.indexing.last_cycle.error and app.indexing.last_status.extra["facts"] > 0
             graph_row = text_of(app.query_one("#row-graph").query_one(".phase-detail").content)
-            assert f"{app.last_status.extra['facts']} facts" in graph_row
+            assert f"{app.indexing.last_status.extra['facts']} facts" in graph_row
 
             block = await ask(pilot, "Who is the guild mentor of Wenna Strake?")
             assert block.answer.strategy == "neuropath"
@@ -240,10 +241,10 @@ def test_model_switch_from_the_palette_rebuilds_the_assistant(tui_app) -> None:
             options = available_models()
             assert options, "the bundled model should be found"
             app.switch_model(options[-1])
-            await wait_until(pilot, lambda: app.model_ready, 10, "the new model")
-            assert len(made) == 2 and app.assistant is made[-1]
+            await wait_until(pilot, lambda: app.models.ready, 10, "the new model")
+            assert len(made) == 2 and app.models.assistant is made[-1]
             assert app.settings.llm.model == str(options[-1].path)
-            assert app.model_state == "loaded"
+            assert app.models.state == "loaded"
             block = await ask(pilot, "How high is Mount Skelda?")
             assert block.answer.calls and made[-1].llm().inner.phases == ["answer"]
 
@@ -267,17 +268,17 @@ def test_first_question_shows_the_model_loading(tui_app) -> None:
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await wait_indexed(pilot)
-            assert "not loaded yet" in app.model_state
+            assert "not loaded yet" in app.models.state
             app.query_one("#question").value = "How high is Mount Skelda?"
             await pilot.press("enter")
             await wait_until(pilot, lambda: any("loading the model" in str(w.content) for w in app.query(".stage")), 10,
                              "the loading stage")
-            assert app.model_state == "loading…"
+            assert app.models.state == "loading…"
             await pilot.press(*"typing stays live")  # the UI is not blocked by the load
             assert app.query_one(QuestionInput).value == "typing stays live"
             release.set()
-            await wait_until(pilot, lambda: not app.answering, 30, "the answer")
-            assert app.model_state == "loaded" and app.query_one("AnswerBlock").answer is not None
+            await wait_until(pilot, lambda: not app.chat.answering, 30, "the answer")
+            assert app.models.state == "loaded" and app.query_one("AnswerBlock").answer is not None
 
     run(scenario())
 
@@ -305,14 +306,14 @@ def test_stop_and_resume_indexing(tui_app, indexed_notes: Path) -> None:
         async with app.run_test(size=SIZE) as pilot:
             await wait_indexed(pilot)
             await pilot.press("f7")
-            assert app.indexer.paused and "paused" in str(app.query_one("#index-state").content)
-            done = app.cycles_done
+            assert app.indexing.indexer.paused and "paused" in str(app.query_one("#index-state").content)
+            done = app.indexing.cycles_done
             (indexed_notes / "saltreach.md").write_text("# Saltreach\n\nRewritten while indexing was stopped.\n")
             await pilot.pause(1.5)
-            assert app.cycles_done == done
+            assert app.indexing.cycles_done == done
             await pilot.press("f7")
-            await wait_until(pilot, lambda: app.cycles_done > done, 30, "the catch-up sync")
-            assert not app.indexer.paused and app.last_cycle.sync.updated == 1
+            await wait_until(pilot, lambda: app.indexing.cycles_done > done, 30, "the catch-up sync")
+            assert not app.indexing.indexer.paused and app.indexing.last_cycle.sync.updated == 1
 
     run(scenario())
 
@@ -331,9 +332,9 @@ def test_skipped_files_are_notified_and_listed(tui_app, indexed_notes: Path) -> 
             listed = panel_text(app, SkippedPanel)
             assert "scan.md" in listed and "binary" in listed
 
-            done = app.cycles_done
+            done = app.indexing.cycles_done
             (indexed_notes / "empty.md").write_text("")
-            await wait_until(pilot, lambda: app.cycles_done > done, 30, "the watcher's sync")
+            await wait_until(pilot, lambda: app.indexing.cycles_done > done, 30, "the watcher's sync")
             messages = [n.message for n in app._notifications]
             assert any(m.startswith("empty.md: empty") for m in messages)
             assert "empty.md" in panel_text(app, SkippedPanel)
@@ -350,7 +351,7 @@ def test_status_panel_and_help_screen(tui_app) -> None:
             await pilot.press("f5")
             assert app.query_one(TabbedContent).active == "status"
             status = panel_text(app, StatusPanel)
-            st = app.last_status
+            st = app.indexing.last_status
             assert any(line.split()[:2] == ["passages", str(st.passages)] for line in status.splitlines())
             for word in ("documents", "embedded", "watching for changes", "hybrid", "notes"):
                 assert word in status
@@ -381,10 +382,10 @@ def test_typing_stays_responsive_while_indexing(notes_dir: Path, embedder) -> No
 
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.indexer.busy, 10, "indexing to start")
+            await wait_until(pilot, lambda: app.indexing.indexer.busy, 10, "indexing to start")
             await pilot.press(*"still typing")
             assert app.query_one(QuestionInput).value == "still typing"
-            assert app.indexer.busy and app.cycles_done == 0
+            assert app.indexing.indexer.busy and app.indexing.cycles_done == 0
             assert "indexing" in str(app.query_one("#index-state").content)
             gate.set()
             await wait_indexed(pilot)
@@ -405,7 +406,7 @@ def test_quitting_stops_the_background_threads(tui_app) -> None:
             await pilot.press("ctrl+q")
 
     run(scenario())
-    assert app._stop.is_set() and not app.indexer.watching
+    assert app._stop.is_set() and not app.indexing.indexer.watching
     assert not [t for t in threading.enumerate() if t.name.startswith("localrag-watch")]
 
 
@@ -430,7 +431,7 @@ def test_inline_filters_in_the_question_line(tui_app) -> None:
 def test_short_answer_shows_steps_evidence_and_its_sentence(tui_app) -> None:
     """Answers by question shape: the steps and the evidence appear before the span and its sentence."""
     async def run() -> None:
-        app = tui_app(stable=False, **{"answer.mode": "shape", "answer.abstain_below": 0})
+        app = tui_app(presentation=Presentation(), **{"answer.mode": "shape", "answer.abstain_below": 0})
         async with app.run_test(size=SIZE) as pilot:
             await wait_indexed(pilot)
             block = await ask(pilot, "How high is Mount Skelda?")

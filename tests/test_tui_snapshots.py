@@ -1,9 +1,9 @@
 """Snapshot tests (pytest-textual-snapshot): how the main screen and the panels look.
 
 Deterministic by construction: the scripted LLM, a warm index of examples/notes, a fixed
-terminal size, and the app's ``stable`` mode, which hides rates, ETAs, seconds, sizes and
-absolute paths. Update after an intended change with ``pytest tests/test_tui_snapshots.py
---snapshot-update`` and look at the SVGs in tests/__snapshots__/.
+terminal size, and conftest_tui.FrozenPresentation (injected by ``tui_app``), which leaves
+out rates, ETAs, seconds, sizes and absolute paths. Update after an intended change with
+``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at the SVGs in tests/__snapshots__/.
 """
 
 from __future__ import annotations

@@ -108,3 +108,26 @@ def test_token_buffer_signals_once_per_burst() -> None:
     thread.join()
     drained.append(buf.drain())
     assert "".join(drained) == "".join(f"{i} " for i in range(1000))
+
+
+def test_presentation_formats_through_its_clock_and_the_frozen_one_leaves_figures_out() -> None:
+    import datetime as dt
+
+    from conftest_tui import FrozenPresentation
+    from localrag.answer.events import RetrievalStarted
+    from localrag.tui.chat import steps_text
+    from localrag.tui.presentation import Presentation
+
+    shown = Presentation(clock=lambda: dt.datetime(2026, 1, 2, 3, 4, 5).timestamp())
+    assert shown.time_of_day() == "03:04:05 "
+    assert shown.seconds(1.234) == "1.23 s" and shown.seconds(1.25, digits=1) == "1.2 s"
+    assert shown.rate(2.0, 5.0, "passages") == "2.0 passages/s  ETA 0:05"
+    assert shown.size(123_456) == "120.6 KB" and shown.folder("/a/notes") == "/a/notes"
+    steps = [RetrievalStarted(elapsed_s=0.123, strategy="hybrid")]
+    assert steps_text(steps, shown).plain == "0.12 s retrieving (hybrid)"
+
+    frozen = FrozenPresentation()
+    assert frozen.time_of_day() == "" and frozen.seconds(1.0) is None and frozen.rate(2.0, 5.0, "x") is None
+    assert frozen.size(1) is None and frozen.date(0.0) is None and not frozen.cursor_blink
+    assert frozen.folder("/a/notes") == "notes" and frozen.database("/a/notes/.localrag/index.db") == ".localrag/index.db"
+    assert steps_text(steps, frozen).plain == "retrieving (hybrid)"

@@ -10,6 +10,9 @@ from rich.markup import escape
 
 from localrag.commands.common import UsageError, UserError, check_strategy, console, err_console, settings_from
 from localrag.commands.sessions import add_session_options, open_conversation
+from localrag.store.lock import LockBusy
+from localrag.commands.trace_view import print_trace
+from localrag.answer.events import EvidenceReady, FirstToken
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -37,9 +40,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Assistant, Index
-    from localrag.store.lock import LockBusy
-
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.retrieve.filters import FilterError, parse_where
 
     if not args.question.strip():
@@ -86,8 +89,6 @@ def run(args: argparse.Namespace) -> int:
     print_outcome(answer)
     print_sources(answer, retrieved_only=args.no_answer)
     if args.trace:
-        from localrag.commands.trace_view import print_trace
-
         print_trace(answer)
     print_cost(answer)
     return 0
@@ -100,8 +101,6 @@ class ProgressPrinter:
         self.show_steps = show_steps
 
     def __call__(self, event) -> None:
-        from localrag.answer.events import EvidenceReady, FirstToken
-
         if self.show_steps and not isinstance(event, FirstToken):
             err_console.print(f"[dim]{event.elapsed_s:6.2f} s  {escape(event.label())}[/]")
         if isinstance(event, EvidenceReady):

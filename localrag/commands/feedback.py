@@ -21,7 +21,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Index
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.memory.feedback import FeedbackError, mark
 
     settings = indexed_settings(args, args.folder)

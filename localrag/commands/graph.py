@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def _open(args: argparse.Namespace, readonly: bool = True):
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Index
 
     settings = indexed_settings(args, args.folder)
@@ -40,6 +41,7 @@ def _open(args: argparse.Namespace, readonly: bool = True):
 
 
 def run_export(args: argparse.Namespace) -> int:
+    # loaded on use: networkx and the graph export stay out of `localrag --help`
     from localrag.kg.export import export_graph, to_graphml, to_json
 
     index = _open(args)

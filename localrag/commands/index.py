@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from localrag.commands.common import add_folder, console, err_console, settings_from
+from localrag.store.lock import LockBusy
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -30,6 +31,7 @@ def progress_bar(quiet: bool = False) -> Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Index
 
     extra = {"index.extractor": args.extractor} if args.extractor else {}
@@ -85,8 +87,6 @@ GRAPH_LOCK_WAIT_S = 5.0
 
 
 def _graph_phase(index, quiet: bool) -> None:
-    from localrag.store.lock import LockBusy
-
     with progress_bar(quiet) as bar:
         task = bar.add_task("graph", total=None, rate="")
 

@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded on use: the MCP SDK (pydantic, anyio) takes seconds to import
     from localrag.mcp_server.server import serve
     from localrag.mcp_server.tools import NotesTools, ServerOptions, ToolRefused
 

@@ -29,6 +29,7 @@ def open_conversation(args: argparse.Namespace, index: "Index", announce: bool =
     last = getattr(args, "continue_session", False)
     if not name and not last:
         return None
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.conversation import Conversation, SessionNotFound
 
     if name is not None and not name.strip():
@@ -86,6 +87,7 @@ def session_json(session: "Session") -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Index
 
     settings = indexed_settings(args, args.folder)

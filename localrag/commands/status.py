@@ -9,6 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from localrag.commands.common import add_folder, console, human_bytes, indexed_settings
+from localrag.llm.base import LLMError
+from localrag.llm.discovery import discover
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -22,10 +24,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Index
-    from localrag.llm.base import LLMError
-    from localrag.llm.discovery import discover
-
     settings = indexed_settings(args, args.folder)
     index = Index(settings)
     try:

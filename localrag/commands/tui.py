@@ -21,10 +21,12 @@ def run(args: argparse.Namespace) -> int:
     if not settings.folder_path.is_dir():
         raise UserError(f"notes folder not found: {settings.folder_path}")
     if args.strategy:
+        # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
         from localrag.retrieve import strategy_names
 
         if args.strategy != "auto" and args.strategy not in strategy_names():
             raise UserError(f"unknown strategy {args.strategy!r}; choose one of: auto, {', '.join(strategy_names())}")
+    # loaded on use: Textual is imported only when the TUI opens
     from localrag.tui import run_tui
 
     return run_tui(settings, args.strategy)

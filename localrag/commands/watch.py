@@ -39,6 +39,7 @@ def cycle_line(cycle) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Index
     from localrag.ingest.watcher import AutoIndexer
 

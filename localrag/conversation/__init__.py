@@ -5,7 +5,8 @@ Core code: never imports Textual. ``Conversation`` (session.py) is what the CLI 
 the bounded model rewrite with the rules as fallback.
 """
 
-from localrag.conversation.records import Resolution, Session, Turn, TurnCitation
+from localrag.conversation.records import Resolution
+from localrag.records import Session, Turn, TurnCitation
 from localrag.conversation.resolve import needs_resolution, resolve_rules
 from localrag.conversation.session import Conversation, SessionNotFound
 

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from localrag.conversation.records import Resolution, Turn
+from localrag.conversation.records import Resolution
+from localrag.records import Turn
 from localrag.kg.normalise import normalise_phrase, occurs_in
 from localrag.kg.spans import Span, clean_markup, find_spans
 

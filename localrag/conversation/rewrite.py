@@ -12,7 +12,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from localrag.conversation.records import Resolution, Turn
+from localrag.conversation.records import Resolution
+from localrag.records import Turn
 from localrag.conversation.resolve import needs_resolution, references, resolve_rules
 from localrag.kg.normalise import normalise_phrase
 from localrag.llm.base import LLM, LLMError

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from localrag.config import ConversationSettings, Settings
-from localrag.conversation.records import Resolution, Session, Turn, TurnCitation
+from localrag.conversation.records import Resolution
+from localrag.records import Session, Turn, TurnCitation
 from localrag.conversation.resolve import resolve_rules
 from localrag.llm.base import LLM, LLMError, Message
 from localrag.llm.prompts_chat import ChatTurn, history_messages
+from localrag.conversation.rewrite import needs_resolution, resolve_llm
 
 if TYPE_CHECKING:
     from localrag.answer import Answer
@@ -88,8 +90,6 @@ class Conversation:
         if self.resolver == "off":
             return Resolution(question, question, "unchanged", "conversation.resolver is off")
         if self.resolver == "llm" and llm_factory is not None:
-            from localrag.conversation.rewrite import needs_resolution, resolve_llm
-
             if not history or not needs_resolution(question):
                 return resolve_rules(question, history)  # no model needed (nor loaded) for these
             try:

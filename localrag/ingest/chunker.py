@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from localrag.ingest.markdown import parse_markdown
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -80,8 +81,6 @@ def _heading(line: str, next_line: str | None, kind: str) -> tuple[int, str] | N
 
 
 def _markdown_blocks(text: str) -> list[_Block]:
-    from localrag.ingest.markdown import parse_markdown
-
     lines = text.split("\n")
     return [_Block(lines[b.start - 1:b.end], b.start, b.heading_level, b.heading_text)
             for b in parse_markdown(text).blocks]

@@ -13,53 +13,13 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from localrag.records import NoteMeta
+
 # the front matter the markdown-it plugin recognises: --- on the first line, up to the next ---
 _FENCE = re.compile(r"\A---[ \t]*\n(.*?)(?:^|\n)---[ \t]*(?:\n|\Z)", re.S)
 _TITLE_KEYS = ("title",)
 _ALIAS_KEYS = ("aliases", "alias")
 _TAG_KEYS = ("tags", "tag")
-
-
-@dataclass(frozen=True)
-class NoteMeta:
-    title: str = ""
-    aliases: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()  # lowercased, without '#'
-    properties: tuple[tuple[str, str], ...] = ()  # scalar (key, value) pairs, in file order
-    warning: str = ""  # why the front matter could not be used, if it could not
-    lines: int = 0  # lines the front matter takes (0: none)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.title or self.aliases or self.tags or self.properties or self.warning)
-
-    def to_json(self) -> str:
-        return json.dumps({"title": self.title, "aliases": list(self.aliases), "tags": list(self.tags),
-                           "properties": [list(p) for p in self.properties], "warning": self.warning})
-
-    @classmethod
-    def from_json(cls, raw: str) -> "NoteMeta":
-        d = json.loads(raw)
-        return cls(d.get("title", ""), tuple(d.get("aliases", ())), tuple(d.get("tags", ())),
-                   tuple((str(k), str(v)) for k, v in d.get("properties", ())), d.get("warning", ""))
-
-    def value_of(self, key: str) -> str | None:
-        return next((v for k, v in self.properties if k == key), None)
-
-    @property
-    def description(self) -> str:
-        """The note's summary, as vault tools name it (Dendron ``desc``, ``description``, ``summary``)."""
-        for key in ("desc", "description", "summary", "abstract"):
-            value = next((v for k, v in self.properties if k.lower() == key), None)
-            if value:
-                return value
-        return ""
-
-    @property
-    def alias_names(self) -> tuple[str, ...]:
-        """Names the note is also known by: its aliases, and a front-matter title unlike its own
-        (the note's title is its first heading or file name, as Obsidian names notes)."""
-        return tuple(dict.fromkeys(self.aliases + ((self.title,) if self.title else ())))
 
 
 @dataclass(frozen=True)

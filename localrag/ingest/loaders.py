@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from localrag.ingest.frontmatter import NoteMeta, parse_front_matter
+from localrag.ingest.frontmatter import parse_front_matter
+from localrag.records import NoteMeta
 
 TEXT_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "rst", ".org": "org",
               ".html": "html", ".htm": "html", ".pdf": "pdf"}

@@ -17,6 +17,8 @@ from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from localrag.store.vault import NOTE_SUFFIXES, link_key
+
 # [[target#heading^block|shown]], optionally preceded by ! (an embed)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 # Obsidian's tag: # then letters, digits, _ - / with at least one non-digit; not inside a word or URL
@@ -215,3 +217,20 @@ def _tags(runs: list[tuple[str, list[Token]]]) -> list[str]:
             if tag and tag not in found:
                 found.append(tag)
     return found
+
+
+def is_note_path(target: str) -> bool:
+    return target.lower().endswith(NOTE_SUFFIXES)
+
+
+def link_hrefs(text: str) -> list[str]:
+    """What the fast phase records per passage (``passage_links``) so a change to a link's target
+    re-queues it: Markdown note hrefs as written, and ``[[key]]`` for each wikilink's name."""
+    out: list[str] = []
+    for link in inline_refs(text).links:
+        if link.markdown:
+            if is_note_path(link.target):
+                out.append(link.target)
+        elif link.target and link_key(link.target):
+            out.append(f"[[{link_key(link.target)}]]")
+    return list(dict.fromkeys(out))

@@ -24,13 +24,12 @@ import numpy as np
 from localrag.config import IndexSettings
 from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk, chunk_text
-from localrag.ingest.frontmatter import NoteMeta
+from localrag.records import NoteMeta
 from localrag.ingest.ignore import folder_patterns
 from localrag.ingest.loaders import FAILED, UNREADABLE, LoadedText, SkipFile, load_data, read_bytes
-from localrag.ingest.markdown import inline_tags
+from localrag.ingest.markdown import inline_tags, link_hrefs
 from localrag.ingest.window import fit_window
 from localrag.ingest.walker import FoundFile, walk
-from localrag.kg.signals import note_link_hrefs
 from localrag.records import SkippedFile
 from localrag.store import Store
 from localrag.store.connection import is_database_failure
@@ -350,7 +349,7 @@ def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], repor
         inserts: list[tuple[int, np.ndarray]] = []
         for ordinal, (chunk, start, end) in enumerate(plan.chunks):
             new = NewPassage(ordinal, chunk.heading, chunk.text, chunk.sha256, start, end, chunk.tokens,
-                             tuple(note_link_hrefs(chunk.text)))
+                             tuple(link_hrefs(chunk.text)))
             if free.get(chunk.sha256):
                 store.docs.move_passage(free[chunk.sha256].pop(0), new)
                 report.passages_kept += 1

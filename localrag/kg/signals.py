@@ -12,22 +12,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from localrag.ingest.markdown import note_links
+from localrag.ingest.markdown import is_note_path, note_links
 from localrag.kg.normalise import normalise_phrase
-from localrag.kg.vault import LINK_RELATION, fallback_title, is_note_path, link_hrefs, title_entity
+from localrag.kg.vault import LINK_RELATION, fallback_title, title_entity
 from localrag.records import Triple
 from localrag.store.documents import link_target
 
-__all__ = ["LINK_RELATION", "fallback_title", "link_triples", "note_link_hrefs", "title_entity"]
+__all__ = ["LINK_RELATION", "fallback_title", "link_triples", "title_entity"]
 
 TitleOf = Callable[[str], str | None]  # a folder-relative path -> that document's title, if indexed
-
-
-def note_link_hrefs(text: str) -> list[str]:
-    """Targets of the links to other notes in ``text`` (Markdown hrefs as written, ``[[key]]`` for
-    wikilinks), distinct, in order. The fast phase stores them with each passage
-    (``passage_links``), so a change to a target note re-queues exactly the passages linking it."""
-    return link_hrefs(text)
 
 
 def link_triples(text: str, title: str, doc_path: str = "", title_of: TitleOf | None = None) -> list[Triple]:

@@ -23,11 +23,11 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from localrag.ingest.markdown import NoteLink, inline_refs
+from localrag.ingest.markdown import NoteLink, inline_refs, is_note_path
 from localrag.kg.normalise import normalise_phrase
 from localrag.records import Passage, Triple
 from localrag.store.documents import link_target
-from localrag.store.vault import ALIAS, FILE_NAME, NOTE_SUFFIXES, NamedNote, link_key, note_path_key
+from localrag.store.vault import ALIAS, FILE_NAME, NamedNote, link_key, note_path_key
 
 if TYPE_CHECKING:
     from localrag.store import Store
@@ -61,10 +61,6 @@ def fallback_title(path: str) -> str:
 
 def tag_entity(tag: str) -> str:
     return normalise_phrase(tag.replace("/", " "))
-
-
-def is_note_path(target: str) -> bool:
-    return target.lower().endswith(NOTE_SUFFIXES)
 
 
 # -- resolution -------------------------------------------------------------------------------
@@ -172,14 +168,3 @@ def passage_signals(store: "Store", p: Passage, skip_properties: frozenset[str])
     return out
 
 
-def link_hrefs(text: str) -> list[str]:
-    """What the fast phase records per passage (``passage_links``) so a change to a link's target
-    re-queues it: Markdown note hrefs as written, and ``[[key]]`` for each wikilink's name."""
-    out: list[str] = []
-    for link in inline_refs(text).links:
-        if link.markdown:
-            if is_note_path(link.target):
-                out.append(link.target)
-        elif link.target and link_key(link.target):
-            out.append(f"[[{link_key(link.target)}]]")
-    return list(dict.fromkeys(out))

@@ -34,7 +34,7 @@ class NewPassage:
     start_line: int
     end_line: int
     tokens: int
-    links: tuple[str, ...] = ()  # hrefs of its Markdown links to other notes (kg.signals.note_link_hrefs)
+    links: tuple[str, ...] = ()  # hrefs of its Markdown links to other notes (ingest.markdown.link_hrefs)
 
 
 class Documents:

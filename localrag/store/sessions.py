@@ -6,7 +6,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from localrag.conversation.records import Session, Turn, TurnCitation
+from localrag.records import Session, Turn, TurnCitation
 
 if TYPE_CHECKING:
     from localrag.store.db import Store

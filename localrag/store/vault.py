@@ -7,7 +7,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from localrag.ingest.frontmatter import NoteMeta
+from localrag.records import NoteMeta
 
 if TYPE_CHECKING:
     from localrag.store.db import Store

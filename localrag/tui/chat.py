@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from localrag.answer import Answer, Citation
 from localrag.answer.events import AskEvent, EvidenceReady, FirstToken
+from localrag.tui.presentation import Presentation
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
@@ -35,24 +36,34 @@ def citation_label(c: Citation) -> Text:
     return label
 
 
-def cost_line(answer: Answer, stable: bool) -> str:
+def timing_text(answer: Answer, shown: Presentation, joiner: str) -> str | None:
+    """"retrieve 0.12 s + answer 1.30 s" (``joiner`` between them), None where the presentation leaves seconds out."""
+    retrieve, generate = shown.seconds(answer.retrieve_ms / 1000), shown.seconds(answer.answer_ms / 1000)
+    if retrieve is None or generate is None:
+        return None
+    return f"retrieve {retrieve}{joiner}answer {generate}"
+
+
+def cost_line(answer: Answer, shown: Presentation) -> str:
     phases = ", ".join(f"{phase} {n:,}" for phase, n in sorted(answer.tokens_by_phase().items()))
     calls = len(answer.calls)
     parts = [answer.strategy, f"{calls} LLM call{'s' if calls != 1 else ''}",
              f"{answer.tokens:,} tokens" + (f" ({phases})" if phases else "")]
-    if not stable:
-        parts.append(f"retrieve {answer.retrieve_ms / 1000:.2f} s + answer {answer.answer_ms / 1000:.2f} s")
+    timing = timing_text(answer, shown, " + ")
+    if timing is not None:
+        parts.append(timing)
     return " · ".join(parts)
 
 
-def steps_text(steps: list[AskEvent], with_time: bool = True) -> Text:
+def steps_text(steps: list[AskEvent], shown: Presentation) -> Text:
     """"0.12 s retrieving (hybrid) › 0.31 s evidence: 3 sentences › …" (the last six steps)."""
     text = Text()
     for i, event in enumerate(steps[-6:]):
         if i:
             text.append("  ›  ", style="dim")
-        if with_time:
-            text.append(f"{event.elapsed_s:.2f} s ", style="dim")
+        elapsed = shown.seconds(event.elapsed_s)
+        if elapsed is not None:
+            text.append(f"{elapsed} ", style="dim")
         text.append(event.label())
     return text
 
@@ -154,10 +165,11 @@ class AnswerBlock(Vertical):
     AnswerBlock > .outcome { padding: 0 1; width: 100%; }
     """
 
-    def __init__(self, block_id: int, question: str, **kw: Any) -> None:
+    def __init__(self, block_id: int, question: str, presentation: Presentation, **kw: Any) -> None:
         super().__init__(id=f"answer-{block_id}", **kw)
         self.block_id = block_id
         self.question = question
+        self.presentation = presentation
         self.buffer = TokenBuffer()
         self.answer: Answer | None = None
         self._stream: Any = None
@@ -190,16 +202,13 @@ class AnswerBlock(Vertical):
         stage.display = bool(text)
         stage.update(Text(text))
 
-    def add_step(self, event: AskEvent, stable: bool = False) -> None:
-        """A step of the question as it happens: the last steps with their elapsed time; evidence at once.
-
-        ``stable`` (snapshot tests) leaves the seconds out, as the cost line does.
-        """
+    def add_step(self, event: AskEvent) -> None:
+        """A step of the question as it happens: the last steps with their elapsed time; evidence at once."""
         if isinstance(event, FirstToken):
             return
         self.steps.append(event)
         self.set_stage("")
-        line = steps_text(self.steps, with_time=not stable)
+        line = steps_text(self.steps, self.presentation)
         steps = self.query_one(".steps", Label)
         steps.update(line)
         steps.display = True
@@ -217,7 +226,7 @@ class AnswerBlock(Vertical):
         self._streamed += text
         await self._stream.write(text)
 
-    async def finish(self, answer: Answer, stable: bool) -> None:
+    async def finish(self, answer: Answer) -> None:
         self.answer = answer
         if self._stream is not None:
             await self._stream.stop()
@@ -236,7 +245,7 @@ class AnswerBlock(Vertical):
         options.display = bool(answer.citations)
         cost = self.query_one(".cost", Label)
         notes = " · ".join(answer.notes)
-        cost.update(Text(cost_line(answer, stable) + (f" · {notes}" if notes else "")))
+        cost.update(Text(cost_line(answer, self.presentation) + (f" · {notes}" if notes else "")))
         cost.display = True
 
     async def fail(self, error: str) -> None:
@@ -265,8 +274,8 @@ class ChatLog(VerticalScroll):
             classes="welcome",
         )
 
-    async def add_block(self, block_id: int, question: str) -> AnswerBlock:
-        block = AnswerBlock(block_id, question)
+    async def add_block(self, block_id: int, question: str, presentation: Presentation) -> AnswerBlock:
+        block = AnswerBlock(block_id, question, presentation)
         await self.mount(block)
         self.scroll_end(animate=False)
         return block

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -14,18 +13,11 @@ from textual.widgets import Static
 from localrag.answer import Answer
 from localrag.api import IndexStatus
 from localrag.records import SkippedFile
+from localrag.tui.chat import timing_text
+from localrag.tui.presentation import Presentation
 
 EXTRA_LABELS = {"entities": "entities", "facts": "facts", "coref_pairs": "alias pairs", "graph_queue": "graph queue",
                 "extraction_failures": "extraction failures"}
-
-
-def human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _kv(rows: list[tuple[str, str]]) -> Table:
@@ -71,11 +63,12 @@ class CostPanel(TablePanel):
         super().__init__("No answer yet: the cost of each answer (LLM calls, tokens, time, memory) shows here.", **kw)
         self.session = SessionCost()
 
-    def show_answer(self, answer: Answer, stable: bool) -> None:
+    def show_answer(self, answer: Answer, shown: Presentation) -> None:
         self.session.add(answer)
         rows = [("strategy", answer.strategy), ("LLM calls", str(len(answer.calls))), ("tokens", f"{answer.tokens:,}")]
-        if not stable:
-            rows.append(("time", f"retrieve {answer.retrieve_ms / 1000:.2f} s · answer {answer.answer_ms / 1000:.2f} s"))
+        timing = timing_text(answer, shown, " · ")
+        if timing is not None:
+            rows.append(("time", timing))
         phases = Table(show_edge=False, pad_edge=False, box=None)
         for col in ("phase", "calls", "prompt", "completion", "cached"):
             phases.add_column(col, justify="left" if col == "phase" else "right")
@@ -112,14 +105,11 @@ class StatusPanel(TablePanel):
         super().__init__("Reading the index…", **kw)
 
     def show_status(self, st: IndexStatus, *, strategy: str, model: str, indexing: str, last_change: str,
-                    stable: bool) -> None:
-        folder = Path(st.folder)
-        rows = [
-            ("folder", folder.name if stable else st.folder),
-            ("database", ".localrag/index.db" if stable else st.db_path),
-        ]
-        if not stable:
-            rows.append(("size", human_bytes(st.db_bytes)))
+                    shown: Presentation) -> None:
+        rows = [("folder", shown.folder(st.folder)), ("database", shown.database(st.db_path))]
+        size = shown.size(st.db_bytes)
+        if size is not None:
+            rows.append(("size", size))
         rows += [
             ("documents", f"{st.documents:,}"), ("passages", f"{st.passages:,}"), ("embedded", f"{st.embedded:,}"),
             ("skipped files", str(len(st.skipped))),

@@ -17,7 +17,8 @@ from textual.widgets import Label, ProgressBar
 
 from localrag.api import IndexStatus
 from localrag.ingest.sync import Progress
-from localrag.tui.rates import RateMeter, format_eta, format_rate
+from localrag.tui.presentation import Presentation
+from localrag.tui.rates import RateMeter
 
 SAMPLE_S = 0.25
 
@@ -74,9 +75,10 @@ class PhaseRow(Horizontal):
     PhaseRow > .phase-detail { width: 1fr; color: $text-muted; margin-left: 2; }
     """
 
-    def __init__(self, name: str, unit: str, **kw: Any) -> None:
+    def __init__(self, name: str, unit: str, presentation: Presentation, **kw: Any) -> None:
         super().__init__(**kw)
         self.phase_name, self.unit = name, unit
+        self.presentation = presentation
         self.meter = RateMeter()
 
     def compose(self) -> ComposeResult:
@@ -84,13 +86,14 @@ class PhaseRow(Horizontal):
         yield ProgressBar(total=1, show_eta=False, show_percentage=True)
         yield Label("", classes="phase-detail")
 
-    def show(self, done: int, total: int, text: str, *, active: bool, stable: bool) -> None:
+    def show(self, done: int, total: int, text: str, *, active: bool) -> None:
         bar = self.query_one(ProgressBar)
         bar.update(total=max(total, 1), progress=min(done, max(total, 1)) if total else 0)
         if active:
             self.meter.add(done)
-            if not stable:
-                text += f"  {format_rate(self.meter.rate(), self.unit)}  {format_eta(self.meter.eta_s(total))}"
+            rate = self.presentation.rate(self.meter.rate(), self.meter.eta_s(total), self.unit)
+            if rate is not None:
+                text += f"  {rate}"
         else:
             self.meter.reset()
         self.query_one(".phase-detail", Label).update(Text(text))
@@ -104,18 +107,18 @@ class IndexProgress(Vertical):
     IndexProgress > #index-state { height: 1; color: $accent; }
     """
 
-    def __init__(self, feed: ProgressFeed, *, graph_available: bool, stable: bool = False, **kw: Any) -> None:
+    def __init__(self, feed: ProgressFeed, *, graph_available: bool, presentation: Presentation, **kw: Any) -> None:
         super().__init__(**kw)
         self.feed = feed
         self.graph_available = graph_available
-        self.stable = stable
+        self.presentation = presentation
         self.status: IndexStatus | None = None
         self.graph_running = False  # the graph phase has started (its first progress may take a model call)
 
     def compose(self) -> ComposeResult:
         yield Label("starting…", id="index-state")
-        yield PhaseRow("Passages", "passages", id="row-passages")
-        yield PhaseRow("Graph", "passages", id="row-graph")
+        yield PhaseRow("Passages", "passages", self.presentation, id="row-passages")
+        yield PhaseRow("Graph", "passages", self.presentation, id="row-graph")
 
     def on_mount(self) -> None:
         self.sample()
@@ -137,22 +140,22 @@ class IndexProgress(Vertical):
         row = self.query_one("#row-passages", PhaseRow)
         if passages.active:
             text = f"{passages.done}/{passages.total} embedded" + (f" · {passages.note}" if passages.note else "")
-            row.show(passages.done, passages.total, text, active=True, stable=self.stable)
+            row.show(passages.done, passages.total, text, active=True)
         elif st is not None:
             text = f"{st.embedded}/{st.passages} passages embedded · {st.documents} files"
-            row.show(st.embedded, st.passages, text, active=False, stable=self.stable)
+            row.show(st.embedded, st.passages, text, active=False)
         else:
-            row.show(0, 0, "waiting for the first scan", active=False, stable=self.stable)
+            row.show(0, 0, "waiting for the first scan", active=False)
         self._sample_graph(graph, st)
 
     def _sample_graph(self, graph: PhaseFigures, st: IndexStatus | None) -> None:
         row = self.query_one("#row-graph", PhaseRow)
         if not self.graph_available:
-            row.show(0, 0, "graph extraction off (dense + lexical search only)", active=False, stable=True)
+            row.show(0, 0, "graph extraction off (dense + lexical search only)", active=False)
             return
         if graph.active:
             text = f"{graph.done}/{graph.total} passages extracted" + (f" · {graph.note}" if graph.note else "")
-            row.show(graph.done, graph.total, text, active=True, stable=self.stable)
+            row.show(graph.done, graph.total, text, active=True)
             return
         extra = st.extra if st is not None else {}
         queue = int(extra.get("graph_queue", 0) or 0)
@@ -160,4 +163,4 @@ class IndexProgress(Vertical):
         text = f"{extra.get('facts', 0)} facts · {extra.get('entities', 0)} entities · {queue} passages queued"
         if self.graph_running and queue:
             text += " · extracting the first of them…"
-        row.show(max(total - queue, 0), total, text, active=False, stable=self.stable)
+        row.show(max(total - queue, 0), total, text, active=False)

@@ -12,6 +12,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
 from localrag.answer import Citation
+from localrag.ingest.walker import fs_name
 
 CONTEXT_LINES = 6  # lines shown above and below the cited range
 MAX_SOURCE_BYTES = 2_000_000
@@ -20,8 +21,6 @@ _TEXT_KINDS = {".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm"}
 
 def read_lines(folder: Path, rel: str) -> tuple[list[str] | None, str]:
     """The file's lines, or None and why not (gone, binary kind, unreadable)."""
-    from localrag.ingest.walker import fs_name
-
     path = folder / fs_name(rel)  # an undecodable name is indexed under its display form
     if path.suffix.lower() not in _TEXT_KINDS:
         return None, f"{path.suffix} files show the indexed text"

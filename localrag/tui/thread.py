@@ -1,13 +1,12 @@
 """The chat as a conversation thread: earlier turns, "searched for: …", a new conversation, reopening one.
 
-A mixin of ``LocalRagApp`` (like ModelControl): the app keeps one ``Conversation``; Ctrl+N
+A mixin of the chat column (``ChatColumn``): it keeps one ``Conversation``; Ctrl+N
 starts a new one, Ctrl+O lists earlier ones (first question, date, turns) to reopen and
-continue; on start the app resumes the last conversation of the index.
+continue; on start it resumes the last conversation of the index.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -20,11 +19,13 @@ from textual.widgets import Label, Markdown, OptionList
 from textual.widgets.option_list import Option
 
 from localrag.conversation import Conversation, Resolution, Session, Turn
+from localrag.tui.presentation import Presentation
+
+from localrag.tui.chat import AnswerBlock, ChatLog
 
 if TYPE_CHECKING:
     from localrag.api import Index
     from localrag.config import Settings
-    from localrag.tui.chat import AnswerBlock, ChatLog
 
 NO_CONVERSATIONS = "no earlier conversations in this index yet"
 
@@ -73,14 +74,11 @@ class PastTurn(Vertical):
             yield Label(Text("  ".join(f"[{c.number}] {c.location}" for c in self.turn.citations)), classes="sources")
 
 
-def _when(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
-
-
-def session_label(session: Session, stable: bool = False) -> Text:
+def session_label(session: Session, shown: Presentation) -> Text:
     label = Text(session.first_question[:80] or "(no question yet)", style="bold")
     turns = f"{session.turns} turn{'s' if session.turns != 1 else ''}"
-    label.append(f"  {turns}" + ("" if stable else f" · {_when(session.created)}"), style="dim")
+    when = shown.date(session.created)
+    label.append(f"  {turns}" + ("" if when is None else f" · {when}"), style="dim")
     return label
 
 
@@ -95,11 +93,11 @@ class ConversationsScreen(ModalScreen["int | None"]):
     ConversationsScreen OptionList { height: auto; max-height: 30; border: none; }
     """
 
-    def __init__(self, sessions: list[Session], current: int | None, stable: bool = False) -> None:
+    def __init__(self, sessions: list[Session], current: int | None, presentation: Presentation) -> None:
         super().__init__()
         self.sessions = sessions
         self.current = current
-        self.stable = stable
+        self.presentation = presentation
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -108,7 +106,7 @@ class ConversationsScreen(ModalScreen["int | None"]):
             yield OptionList(*options, id="conversations") if options else Label(NO_CONVERSATIONS)
 
     def _label(self, s: Session) -> Text:
-        label = session_label(s, self.stable)
+        label = session_label(s, self.presentation)
         if s.id == self.current:
             label.append("  (open)", style="green")
         return label
@@ -125,11 +123,11 @@ class ConversationsScreen(ModalScreen["int | None"]):
 
 
 class ConversationControl:
-    """The app's side of conversations (mixed into LocalRagApp)."""
+    """The chat column's side of conversations (mixed into ChatColumn)."""
 
     settings: "Settings"
     index: "Index"
-    stable: bool
+    presentation: Presentation
     answering: bool
     conversation: Conversation | None = None
 
@@ -153,8 +151,6 @@ class ConversationControl:
 
     async def show_conversation(self) -> None:
         """Replace the chat's blocks by the open conversation's turns."""
-        from localrag.tui.chat import AnswerBlock, ChatLog
-
         chat = self.query_one(ChatLog)  # type: ignore[attr-defined]
         await chat.query(f"{AnswerBlock.__name__}, {PastTurn.__name__}").remove()
         if self.conversation is not None and self.conversation.turns:
@@ -176,7 +172,7 @@ class ConversationControl:
         except Exception:
             sessions = []
         current = self.conversation.session.id if self.conversation is not None else None
-        self.push_screen(ConversationsScreen(sessions, current, self.stable), self._reopen)  # type: ignore
+        self.app.push_screen(ConversationsScreen(sessions, current, self.presentation), self._reopen)  # type: ignore
 
     async def _reopen(self, session_id: int | None) -> None:
         if session_id is None or self.answering:
