@@ -136,7 +136,7 @@ class GraphSettings:
     ppr_pool: int = 100  # dense candidates used to break ties and fill the list
     # `graph` (localrag/retrieve/graph.py): weighted reciprocal-rank fusion of dense, lexical and a
     # hub-damped PPR list; chosen on the dev sets (docs/benchmarks.md "The `graph` fusion")
-    # chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (python -m localrag_bench.fusion
+    # chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (localrag bench fusion
     # choose, docs/benchmarks.md "The `graph` fusion"): within a point of the best single retriever's
     # recall@5 on each, then the best mean recall@5 (0.871), ties to recall@2
     fusion_dense: float = 1.0

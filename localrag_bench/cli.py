@@ -1,23 +1,15 @@
-"""`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`, `bench followup`."""
+"""`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`, `bench followup`,
+and the sweeps and one-off measurements (`bench extraction`, `bench fusion`, `bench graph-phase`, `bench queue-order`,
+`bench window-share`, in cli_tools.py). Only the parsers are here: they are built on every `localrag` start, so what
+a command runs (localrag_bench/commands.py and the modules it names) is imported when the command runs."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as _dt
-import shlex
-import sys
-from pathlib import Path
-from typing import Any, Callable, Iterator
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from localrag_bench.cli_tools import command, register_tools
 
-from localrag.commands.common import UserError, console, err_console
-
-DEFAULT_RESULTS = Path("bench-results")
-# kept in step with localrag_bench.rounds (imported lazily: it loads the whole pipeline); a test checks it
+# kept in step with localrag_bench.rounds (not imported here: it loads the whole pipeline); a test checks it
 ROUND_NAMES = ("first", "same", "similar", "different", "different-nomem")
 DEFAULT_ROUNDS = "first,same,different,different-nomem"
 ROUNDS_HELP = """memory rounds (--rounds SPEC):
@@ -53,7 +45,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="Index a data set's corpus (one note per passage, cached outside the repository) with the "
         "real pipeline, ask its questions, print recall@2/@5 (and EM/F1 with --answer), LLM calls and tokens "
         "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table, "
-        "followup (two-turn conversations, the long-session check). "
+        "followup (two-turn conversations, the long-session check), extraction (extractor variants on gold "
+        "passages), fusion (sweeps of the fusion constants), graph-phase, queue-order, window-share. "
         "With --rounds: the memory protocol of ReMindRAG (same / similar / different questions) over one index.",
         epilog=ROUNDS_HELP, formatter_class=_KeepLayoutFormatter,
     )
@@ -77,7 +70,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--k", type=int, default=5, help="largest recall cut-off (recall@2 and @5 are always shown)")
     p.add_argument("--depth", type=int, default=0, help="passages retrieved per question (default 2·k)")
     p.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/<dataset>-<time>.json)")
-    p.add_argument("--work", metavar="DIR", help="notes + index cache (default: ~/.cache/localrag_bench/<name>-<hash>)")
+    p.add_argument("--work", metavar="DIR", help="notes + index cache (default: ~/.cache/localrag/bench/<name>-<hash>)")
     p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
     p.add_argument("--rounds", nargs="?", const=DEFAULT_ROUNDS, metavar="SPEC",
                    help=f"run the memory-rounds protocol: comma-separated rounds from {', '.join(ROUND_NAMES)} "
@@ -88,8 +81,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting for this run, e.g. hybrid_rrf_k=60 or neuropath.max_hop=1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=run_bench_command)
-    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table,followup}")
+    p.set_defaults(func=command("commands", "run_bench_command"))
+    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table,followup,extraction,fusion,"
+                                 "graph-phase,queue-order,window-share}")
 
     s = bench_sub.add_parser("scale", help="indexing throughput and query latency on a generated corpus",
                              description="Generate N varied passages (deterministic), index them without an LLM, "
@@ -98,7 +92,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--passages", type=int, default=100_000)
     s.add_argument("--queries", type=int, default=200)
     s.add_argument("--seed", type=int, default=7)
-    s.add_argument("--work", metavar="DIR", help="corpus + index (default: ~/.cache/localrag_bench/scale-N-seedS)")
+    s.add_argument("--work", metavar="DIR", help="corpus + index (default: ~/.cache/localrag/bench/scale-N-seedS)")
     s.add_argument("--fresh", action="store_true", help="rebuild the index (to measure indexing again)")
     s.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/scale-<N>.json)")
     s.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -106,8 +100,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="the graph instead: a generated vault with recurring people, places, organisations and "
                    "links; fast phase, graph phase (rules) with its time per step, re-index, one-file edit, "
                    "ppr / graph fusion / NeuroPath (instant model) latency, cold `ask` (default work dir "
-                   "~/.cache/localrag_bench/scale-graph-N-seedS; --seed default 11)")
-    s.set_defaults(func=run_scale_command)
+                   "~/.cache/localrag/bench/scale-graph-N-seedS; --seed default 11)")
+    s.set_defaults(func=command("commands", "run_scale_command"))
 
     pl = bench_sub.add_parser("plot", help="grouped bars of recall@k per strategy and data set (--rounds: "
                               "tokens/question and recall@k per memory round)")
@@ -119,9 +113,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "recall@k per round (lines), per strategy")
     pl.add_argument("--k", default="5", help="which recall@k to plot (default 5)")
     pl.add_argument("--no-reference", action="store_true", help="leave out the BM25 reference bars")
-    pl.set_defaults(func=run_plot_command)
-
-    from localrag_bench.cli_followup import register_followup
+    pl.set_defaults(func=command("commands", "run_plot_command"))
 
     register_followup(bench_sub)
 
@@ -134,291 +126,28 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     t.add_argument("--rounds", action="store_true",
                    help="only the memory-rounds table: strategy × round with recall@2/@5, EM, F1, calls/q, tokens/q "
                    "and the change in tokens vs `first` (printed anyway, after the main table, when a file has rounds)")
-    t.set_defaults(func=run_table_command)
+    t.set_defaults(func=command("commands", "run_table_command"))
+    register_tools(bench_sub)
 
 
-def _wide() -> Console:
-    """Tables keep their columns when stdout is a file or a pipe (logs of long runs)."""
-    return console if console.is_terminal else Console(width=160, highlight=False)
-
-
-def _bar(quiet: bool) -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("ETA"), TimeRemainingColumn(), console=err_console, disable=quiet, transient=True)
-
-
-def _command_line() -> str:
-    return shlex.join(["localrag", *sys.argv[1:]])
-
-
-def _default_out(stem: str) -> Path:
-    return DEFAULT_RESULTS / f"{stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
-
-
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    if getattr(args, "db", None):
-        raise UserError("bench keeps its own index in --work DIR (index.db); --db is not used here")
-    out = {
-        "llm.model": getattr(args, "model", None),
-        "llm.url": getattr(args, "llm_url", None),
-        "llm.url_model": getattr(args, "llm_model", None),
-        "llm.concurrency": getattr(args, "concurrency", None),
-        "llm.index_model": getattr(args, "index_model", None),
-    }
-    if args.no_memory:
-        out["memory.enabled"] = False
-    for item in args.set:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UserError(f"--set expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def run_bench_command(args: argparse.Namespace) -> int:
-    from localrag_bench.data import BenchDataError
-    from localrag_bench.report import print_result
-    from localrag_bench.runner import BenchError, run_bench
-
-    if not args.data and not args.notes:
-        raise UserError("--data DIR is required (or --notes DIR --questions FILE; or use `localrag bench scale|plot|table`)")
-    if bool(args.notes) != bool(args.questions) or (args.notes and args.data):
-        raise UserError("--notes DIR needs --questions FILE (and no --data)")
-    if args.rounds is not None:
-        return run_rounds_command(args)
-    if args.keep_ner_cache:
-        raise UserError("--keep-ner-cache only applies with --rounds")
-    if args.no_free and not args.answer:
-        raise UserError("--no-free only applies with --answer")
-    try:
-        dataset = _load(args)
-        spec = _spec(args, dataset, "dense,lexical,hybrid")
-        n_runs = len([s for s in spec.strategies if s.strip()]) * len(dataset.questions)
-        with _progress_sinks(args.quiet, n_runs, lambda r: f"questions ({r.strategy})") as (on_progress, on_record):
-            result = run_bench(spec, on_record=on_record, on_progress=on_progress)
-    except (BenchDataError, BenchError) as exc:
-        raise UserError(str(exc)) from exc
-    print_result(result, _wide())
-    return _write(result, args.out, "")
-
-
-def _load(args: argparse.Namespace) -> Any:
-    from localrag_bench.data import load_dataset
-    from localrag_bench.notes_set import load_notes_dataset
-
-    from localrag_bench.loogle import is_loogle, load_loogle
-
-    if args.notes:
-        return load_notes_dataset(args.notes, args.questions, args.ids, args.limit)
-    if is_loogle(Path(args.data)):
-        return load_loogle(args.data, args.ids, args.limit)
-    return load_dataset(args.data, args.ids, args.limit)
-
-
-def _spec(args: argparse.Namespace, dataset: Any, default_strategies: str) -> Any:
-    from localrag_bench.runner import BenchSpec, RunOptions
-
-    return BenchSpec(dataset, (args.strategy or default_strategies).split(","),
-                     RunOptions(args.k, args.depth, args.answer, free_too=not getattr(args, "no_free", False),
-                                drop_gold=getattr(args, "drop_gold", False)),
-                     Path(args.work) if args.work else None,
-                     _overrides(args), _command_line(), config_file=getattr(args, "config", None))
-
-
-def _write(result: Any, out_arg: str | None, suffix: str) -> int:
-    out = Path(out_arg) if out_arg else _default_out(f"{result.dataset}-{'+'.join(result.strategies)}{suffix}")
-    result.write(out)
-    console.print(f"result written to {out}")
-    return 0
-
-
-@contextlib.contextmanager
-def _progress_sinks(quiet: bool, n_runs: int, describe: Callable[[Any], str]) -> Iterator[tuple[Callable, Callable]]:
-    """(on_progress, on_record) driving two bars: indexing the corpus, then the questions."""
-    with _bar(quiet) as bar:
-        sync_task = bar.add_task("indexing corpus", total=None)
-        ask_task = bar.add_task("questions", total=n_runs, visible=False)
-
-        def on_progress(ev) -> None:
-            label = {"embed": "embedding passages", "scan": "reading notes"}.get(getattr(ev, "phase", ""), "graph")
-            bar.update(sync_task, description=label, completed=ev.done, total=ev.total or None)
-
-        def on_record(record) -> None:
-            bar.update(sync_task, visible=False)
-            bar.update(ask_task, visible=True, advance=1, description=describe(record))
-
-        yield on_progress, on_record
-
-
-def run_rounds_command(args: argparse.Namespace) -> int:
-    from localrag_bench.data import BenchDataError
-    from localrag_bench.rounds import parse_rounds, rounds_for, run_rounds
-    from localrag_bench.rounds_report import print_rounds_result
-    from localrag_bench.runner import BenchError
-
-    if args.no_memory:
-        raise UserError("--rounds measures edge memory; leave out --no-memory (round `different-nomem` is the "
-                        "memory-off control)")
-    try:
-        plans = parse_rounds(args.rounds)
-        dataset = _load(args)
-        spec = _spec(args, dataset, "neuropath")
-        n_runs = len([s for s in spec.strategies if s.strip()]) * rounds_for(plans, len(dataset.questions))
-        with _progress_sinks(args.quiet, n_runs, lambda r: f"{r.strategy}: round {r.round}") as (on_progress, on_record):
-            result = run_rounds(spec, plans, clear_query_cache=not args.keep_ner_cache, on_record=on_record,
-                                on_progress=on_progress)
-    except (BenchDataError, BenchError) as exc:
-        raise UserError(str(exc)) from exc
-    print_rounds_result(result, _wide())
-    return _write(result, args.out, "-rounds")
-
-
-def run_scale_command(args: argparse.Namespace) -> int:
-    if args.graph:
-        return run_graph_scale_command(args)
-    from localrag_bench.scale import run_scale, write_scale_result
-
-    try:
-        with _bar(args.quiet) as bar:
-            task = bar.add_task("indexing", total=None)
-
-            def on_progress(ev) -> None:
-                if ev.phase == "embed":
-                    bar.update(task, description="embedding passages", completed=ev.done, total=ev.total or None)
-
-            result = run_scale(args.passages, args.queries, Path(args.work) if args.work else None, seed=args.seed,
-                               fresh=args.fresh, progress=on_progress,
-                               log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    print_scale(result)
-    out = Path(args.out) if args.out else DEFAULT_RESULTS / f"scale-{args.passages}.json"
-    write_scale_result(result, out)
-    console.print(f"result written to {out}")
-    return 0
-
-
-def run_graph_scale_command(args: argparse.Namespace) -> int:
-    from localrag_bench.scale_graph import run_graph_scale, write_graph_scale_result
-
-    seed = args.seed if args.seed != 7 else 11  # 7 is the plain scale corpus's default
-    try:
-        result = run_graph_scale(args.passages, args.queries, Path(args.work) if args.work else None, seed=seed,
-                                 fresh=args.fresh, log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    print_graph_scale(result)
-    out = Path(args.out) if args.out else DEFAULT_RESULTS / f"scale-graph-{args.passages}.json"
-    write_graph_scale_result(result, out)
-    console.print(f"result written to {out}")
-    return 0
-
-
-def print_graph_scale(result) -> None:
-    out = _wide()
-    table = Table(title=f"{result.indexed_passages:,} passages in {result.files:,} files", title_justify="left")
-    for name in ("phase", "passages", "wall s", "CPU s", "passages/s", "tokens/s", "passages/CPU-s", "load"):
-        table.add_column(name, justify="left" if name == "phase" else "right")
-    for label, ph in (("fast (embed + store)", result.fast), ("graph (rules)", result.graph)):
-        r = ph.summary()
-        table.add_row(label, f"{ph.passages:,}", f"{ph.seconds:,.1f}", f"{ph.cpu_seconds:,.1f}",
-                      f"{r['passages_per_s']:,.1f}", f"{r['tokens_per_s']:,.0f}", f"{r['passages_per_cpu_s']:,.1f}",
-                      " ".join(f"{x:.1f}" for x in ph.load))
-    out.print(table)
-    total = sum(result.graph_steps.values()) or 1.0
-    out.print("graph phase steps (s; embed runs on a worker thread, overlapping the rest): " + ", ".join(
-        f"{k} {v:,.1f} ({v / total:.0%})" for k, v in result.graph_steps.items()))
-    out.print(f"graph: {result.graph_counts} · peak RSS {result.peak_rss_mb_fast:,.0f} MB after the fast phase, "
-              f"{result.peak_rss_mb_graph:,.0f} MB after the graph phase · db {result.db_bytes / 1e6:,.0f} MB")
-    e = result.edit
-    out.print(f"unchanged re-index {result.resync_seconds:.2f} s ({result.resync_process_seconds:.2f} s whole process) · "
-              f"one file edited: sync {e.sync_seconds:.2f} s, graph phase {e.graph_seconds:.2f} s for "
-              f"{e.graph_passages} passages (the file has {e.file_passages}); a new reader's matrix: {e.matrix_how} · "
-              f"cold `ask --no-answer --strategy ppr` {result.cold_ask_seconds:.2f} s (graph {result.cold_ask_graph_loaded})")
-    lat = Table(title="query latency, warm (ms)", title_justify="left")
-    for name in ("what", "p50", "p95", "mean", "CPU p50"):
-        lat.add_column(name, justify="left" if name == "what" else "right")
-    for x in result.latency:
-        lat.add_row(x.name, f"{x.p50_ms:.1f}", f"{x.p95_ms:.1f}", f"{x.mean_ms:.1f}", f"{x.cpu_p50_ms:.1f}")
-    out.print(lat)
-    out.print(f"load {result.machine.load_before} -> {result.machine.load_after} on {result.machine.cpus} CPUs")
-
-
-def print_scale(result) -> None:
-    out = _wide()
-    out.print(
-        f"[bold]{result.indexed_passages:,} passages[/] in {result.files:,} files · indexing "
-        f"{result.passages_per_s:,.1f} passages/s ({result.index_seconds:,.1f} s wall, "
-        f"{result.passages_per_cpu_s:,.1f} passages per CPU-second; measured {result.index_measured}) · "
-        f"unchanged re-sync {result.resync_seconds:.2f} s in a fresh process "
-        f"({result.resync_process_seconds:.2f} s with start-up; {result.resync_in_process_seconds:.2f} s in process) · "
-        f"db {result.db_bytes / 1e6:,.0f} MB"
-    )
-    table = Table(title=f"query latency over {result.query_embed.queries} queries (ms)", title_justify="left")
-    for name in ("what", "p50", "p95", "mean", "CPU p50", "source in top 10"):
-        table.add_column(name, justify="left" if name == "what" else "right")
-
-    def row(lat, extra: str = "") -> None:
-        table.add_row(lat.name, f"{lat.p50_ms:.1f}", f"{lat.p95_ms:.1f}", f"{lat.mean_ms:.1f}", f"{lat.cpu_p50_ms:.1f}",
-                      extra)
-
-    row(result.query_embed)
-    for r in result.retrievers:
-        row(r.with_embedding, f"{r.source_hit_at_10:.3f}")
-        row(r.without_embedding, f"{r.source_hit_at_10:.3f}")
-    row(result.knn_exact)
-    row(result.knn_fast)
-    row(result.knn_vec0_prefilter)
-    out.print(table)
-    out.print(f"knn_fast recall@10 vs exact: {result.knn_fast_recall_at_10:.3f} (all-vec0 variant: "
-              f"{result.knn_vec0_prefilter_recall_at_10:.3f}) · knn() uses: {result.knn_path} · "
-                  f"load {result.machine.load_before} -> {result.machine.load_after} on {result.machine.cpus} CPUs")
-    for note in result.notes:
-        out.print(f"[yellow]note:[/] {note}")
-
-
-def _load_all(paths: list[str]) -> list:
-    from localrag_bench.results import load_result
-
-    try:
-        return [load_result(Path(p)) for p in paths]
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-
-
-def run_plot_command(args: argparse.Namespace) -> int:
-    from localrag_bench.report import plot_recall
-    from localrag_bench.rounds_report import plot_rounds
-
-    results = _load_all(args.results)
-    try:
-        if args.rounds:
-            out = plot_rounds(results, Path(args.output or "docs/img/memory-rounds.png"), k=str(args.k))
-        else:
-            out = plot_recall(results, Path(args.output or "docs/img/recall.png"), k=str(args.k),
-                              with_reference=not args.no_reference)
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    console.print(f"plot written to {out}")
-    return 0
-
-
-def run_table_command(args: argparse.Namespace) -> int:
-    from localrag_bench.report import markdown_answers, markdown_pivot, markdown_table
-
-    from localrag_bench.rounds_report import has_rounds, markdown_rounds
-
-    results = _load_all(args.results)
-    if getattr(args, "answers", False):
-        console.print(markdown_answers(results), markup=False, soft_wrap=True)
-        return 0
-    with_rounds = [r for r in results if has_rounds(r)]
-    if args.rounds and not with_rounds:
-        raise UserError("none of these result files has memory rounds (run `localrag bench --rounds ...`)")
-    if not args.rounds:
-        console.print(markdown_pivot(results) if args.pivot else markdown_table(results), markup=False, soft_wrap=True)
-    if with_rounds:
-        if not args.rounds:
-            console.print()
-        console.print(markdown_rounds(with_rounds), markup=False, soft_wrap=True)
-    return 0
+def register_followup(bench_sub: argparse._SubParsersAction) -> None:
+    f = bench_sub.add_parser(
+        "followup", help="follow-up questions: MuSiQue sub-question pairs as two-turn conversations",
+        description="Build two-turn conversations from a MuSiQue set's question_decomposition (2-hop): turn 1 the "
+        "first sub-question, turn 2 the second with #1 replaced by 'it' / 'they' / 'that place'. Print recall@2/@5 "
+        "of the turn-2 gold paragraph for (a) turn 2 alone, (b) in the conversation, (c) the oracle and, with "
+        "--own-answer, (d) after the model's own turn-1 answer. With --session: ask the set's questions one after "
+        "another in one session vs each alone (self-contained questions must be left alone).")
+    f.add_argument("--data", metavar="DIR", required=True, help="data set folder (MuSiQue for conversations)")
+    f.add_argument("--ids", metavar="FILE", help="question ids to use, one a line")
+    f.add_argument("--limit", type=int, metavar="N", help="only the first N questions (after --ids)")
+    f.add_argument("--strategy", default="hybrid", help="retrieval strategy (default hybrid)")
+    f.add_argument("--resolver", default="rules", choices=["rules", "llm"],
+                   help="rules (no model) or llm (the bounded rewrite call, rules as fallback)")
+    f.add_argument("--own-answer", action="store_true", help="also answer turn 1 with the model and resolve from that")
+    f.add_argument("--session", action="store_true", help="the long-session check instead of the conversations")
+    f.add_argument("--work", metavar="DIR", help="notes + index (default: ~/.cache/localrag/bench/followup-<set>)")
+    f.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/followup-<set>-….json)")
+    f.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for this run")
+    f.add_argument("--quiet", action="store_true", help="no progress line")
+    f.set_defaults(func=command("cli_followup", "run_followup_command"), no_memory=False)

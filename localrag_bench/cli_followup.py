@@ -1,56 +1,35 @@
 """`localrag bench followup`: two-turn MuSiQue conversations (turn 2 alone / in conversation / oracle), and
-with --session the long-session check (a set's questions one after another in one conversation)."""
+with --session the long-session check (a set's questions one after another in one conversation).
+The parser is in localrag_bench/cli.py."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 from pathlib import Path
 
 from localrag.commands.common import UserError, console, err_console
+from localrag_bench.commands import command_line, default_out, overrides_of
+from localrag_bench.data import BenchDataError, load_dataset
+from localrag_bench.followup import run_followup_bench, run_session_bench
 
 CONDITIONS = (("alone", "(a) turn 2 alone"), ("conversation", "(b) in conversation (gold turn-1 answer)"),
               ("oracle", "(c) oracle: #1 = gold answer"), ("own_answer", "(d) in conversation (model's turn-1 answer)"))
 
 
-def register_followup(bench_sub: argparse._SubParsersAction) -> None:
-    f = bench_sub.add_parser(
-        "followup", help="follow-up questions: MuSiQue sub-question pairs as two-turn conversations",
-        description="Build two-turn conversations from a MuSiQue set's question_decomposition (2-hop): turn 1 the "
-        "first sub-question, turn 2 the second with #1 replaced by 'it' / 'they' / 'that place'. Print recall@2/@5 "
-        "of the turn-2 gold paragraph for (a) turn 2 alone, (b) in the conversation, (c) the oracle and, with "
-        "--own-answer, (d) after the model's own turn-1 answer. With --session: ask the set's questions one after "
-        "another in one session vs each alone (self-contained questions must be left alone).")
-    f.add_argument("--data", metavar="DIR", required=True, help="data set folder (MuSiQue for conversations)")
-    f.add_argument("--ids", metavar="FILE", help="question ids to use, one a line")
-    f.add_argument("--limit", type=int, metavar="N", help="only the first N questions (after --ids)")
-    f.add_argument("--strategy", default="hybrid", help="retrieval strategy (default hybrid)")
-    f.add_argument("--resolver", default="rules", choices=["rules", "llm"],
-                   help="rules (no model) or llm (the bounded rewrite call, rules as fallback)")
-    f.add_argument("--own-answer", action="store_true", help="also answer turn 1 with the model and resolve from that")
-    f.add_argument("--session", action="store_true", help="the long-session check instead of the conversations")
-    f.add_argument("--work", metavar="DIR", help="notes + index (default: ~/.cache/localrag_bench/followup-<set>)")
-    f.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/followup-<set>-….json)")
-    f.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for this run")
-    f.add_argument("--quiet", action="store_true", help="no progress line")
-    f.set_defaults(func=run_followup_command, no_memory=False)
-
-
 def run_followup_command(args: argparse.Namespace) -> int:
-    from localrag_bench.data import BenchDataError, load_dataset
-    from localrag_bench.followup import run_followup_bench, run_session_bench
-    from localrag_bench.cli import _command_line, _default_out, _overrides
-
     try:
         dataset = load_dataset(args.data, args.ids, args.limit)
     except BenchDataError as exc:
         raise UserError(str(exc)) from exc
-    overrides = _overrides(args)
+    overrides = overrides_of(args)
     work = Path(args.work) if args.work else None
     if args.session:
         check = run_session_bench(dataset, work=work, overrides=overrides, strategy=args.strategy,
-                                  resolver=args.resolver, command=_command_line())
+                                  resolver=args.resolver, command=command_line())
         print_session_check(check)
-        out = Path(args.out) if args.out else _default_out(f"session-{dataset.name}-{args.resolver}")
+        out = Path(args.out) if args.out else default_out(f"session-{dataset.name}-{args.resolver}")
         _write_json(check, out)
         return 0
     seen = [0]
@@ -62,21 +41,18 @@ def run_followup_command(args: argparse.Namespace) -> int:
 
     try:
         result = run_followup_bench(dataset, work=work, overrides=overrides, strategy=args.strategy,
-                                    resolver=args.resolver, own_answer=args.own_answer, command=_command_line(),
+                                    resolver=args.resolver, own_answer=args.own_answer, command=command_line(),
                                     on_record=progress)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     print_followup(result)
-    out = Path(args.out) if args.out else _default_out(f"followup-{dataset.name}-{args.resolver}")
+    out = Path(args.out) if args.out else default_out(f"followup-{dataset.name}-{args.resolver}")
     result.write(out)
     console.print(f"result written to {out}")
     return 0
 
 
 def _write_json(obj, out: Path) -> None:
-    import dataclasses
-    import json
-
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dataclasses.asdict(obj), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     console.print(f"result written to {out}")

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, TypeVar
+
+from localrag_bench.workdir import bench_cache_root, write_if_changed
 
 CORPUS_FILE = "corpus.jsonl"
 QUESTIONS_FILE = "questions.jsonl"
 GENERIC_SPLITS = {"dev", "test", "train", "val", "small"}
 _NOTE_NAME = re.compile(r"^(\d+)\.md$")
+Item = TypeVar("Item")
 
 
 class BenchDataError(ValueError):
@@ -149,6 +152,13 @@ def read_ids(path: Path) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def pick_ids(items: list[Item], ids_file: str | Path, id_of: Callable[[Item], str]) -> tuple[list[Item], list[str]]:
+    """The items whose ids ``ids_file`` names, in its order; and the ids it names that no item has."""
+    wanted = read_ids(Path(ids_file).expanduser())
+    by_id = {id_of(item): item for item in items}
+    return [by_id[i] for i in wanted if i in by_id], [i for i in wanted if i not in by_id]
+
+
 def _file_sha(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -167,12 +177,9 @@ def load_dataset(folder: str | Path, ids_file: str | Path | None = None, limit: 
     questions = load_questions(folder / QUESTIONS_FILE)
     missing: list[str] = []
     if ids_file:
-        wanted = read_ids(Path(ids_file).expanduser())
-        by_id = {q.id: q for q in questions}
-        missing = [i for i in wanted if i not in by_id]
-        questions = [by_id[i] for i in wanted if i in by_id]
+        questions, missing = pick_ids(questions, ids_file, lambda q: q.id)
         if not questions:
-            raise BenchDataError(f"none of the {len(wanted)} ids in {ids_file} is a question of {folder / QUESTIONS_FILE}")
+            raise BenchDataError(f"none of the {len(missing)} ids in {ids_file} is a question of {folder / QUESTIONS_FILE}")
     if limit is not None:
         if limit < 1:
             raise BenchDataError("--limit must be at least 1")
@@ -189,8 +196,7 @@ def load_dataset(folder: str | Path, ids_file: str | Path | None = None, limit: 
 
 
 def default_work_dir(dataset: Dataset) -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "localrag" / "bench"
-    return root / f"{dataset.name}-{dataset.short_hash}"
+    return bench_cache_root() / f"{dataset.name}-{dataset.short_hash}"
 
 
 @dataclass
@@ -198,6 +204,12 @@ class MaterialiseReport:
     written: int = 0
     unchanged: int = 0
     removed: int = 0
+
+    def count(self, written: bool) -> None:
+        if written:
+            self.written += 1
+        else:
+            self.unchanged += 1
 
 
 def materialise(corpus: list[CorpusPassage], notes_dir: Path) -> MaterialiseReport:
@@ -212,18 +224,7 @@ def materialise(corpus: list[CorpusPassage], notes_dir: Path) -> MaterialiseRepo
     for p in corpus:
         name = f"{p.doc_id}.md"
         wanted.add(name)
-        target = notes_dir / name
-        data = p.note_text.encode("utf-8")
-        try:
-            if target.stat().st_size == len(data) and target.read_bytes() == data:
-                report.unchanged += 1
-                continue
-        except FileNotFoundError:
-            pass
-        tmp = target.with_suffix(".md.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(target)
-        report.written += 1
+        report.count(write_if_changed(notes_dir / name, p.note_text.encode("utf-8")))
     for entry in notes_dir.iterdir():
         if _NOTE_NAME.match(entry.name) and entry.name not in wanted and entry.is_file():
             entry.unlink()

@@ -1,6 +1,6 @@
 """Extraction benchmark: each extractor variant on gold supporting passages of the dev sets.
 
-    python -m localrag_bench.extraction --per-set 20 [--model PATH.gguf] [--threads 1]
+    localrag bench extraction --per-set 20 [--model PATH.gguf] [--threads 1]
 
 Prints one table row per variant:
 - facts/passage: triples that pass the filters (for "free", only the structural ones);
@@ -29,11 +29,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localrag.commands.common import UserError
+from localrag.config import LLMSettings
 from localrag.kg.extract import ExtractorOptions, extract_passage
 from localrag.kg.normalise import normalise_phrase, occurs_in
 from localrag.llm.base import Reply, Usage
+from localrag.llm.discovery import discover
+from localrag.llm.factory import make_llm
+from localrag.llm.llamacpp import LlamaCppLLM
+from localrag.llm.prompts_kg import kg_messages
+from localrag_bench.cli_tools import SHARED_DATA as DATA
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 SETS = ("2wiki/dev", "musique100")
 
 
@@ -168,11 +174,6 @@ def table(rows: list[Row]) -> str:
 
 def kv_check(passages: list[GoldPassage], model: str, threads: int) -> str:
     """Prompt time with the fixed prefix already in llama.cpp's KV cache vs a fresh context."""
-    from localrag.config import LLMSettings
-    from localrag.llm.discovery import discover
-    from localrag.llm.llamacpp import LlamaCppLLM
-    from localrag.llm.prompts_kg import kg_messages
-
     settings = LLMSettings(model=model, n_threads=threads)
     path = discover(model).path
     warm = LlamaCppLLM(path, settings)
@@ -192,28 +193,18 @@ def kv_check(passages: list[GoldPassage], model: str, threads: int) -> str:
             f"fixed prefix cached {sum(warm_ms) / n:.0f} ms; {cached / n:.0f} of {total / n:.0f} prompt tokens reused")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--per-set", type=int, default=20, help="gold passages sampled from each dev set")
-    ap.add_argument("--model", default="", help="GGUF file (default: the bundled SmolLM2)")
-    ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (0 = all cores)")
-    ap.add_argument("--max-triples", type=int, default=8)
-    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of: " + ", ".join(VARIANTS))
-    ap.add_argument("--data", default=str(DATA))
-    ap.add_argument("-v", "--verbose", action="store_true", help="print every passage's facts")
-    ap.add_argument("--kv-check", type=int, default=0, metavar="N",
-                    help="only time N prompts with and without the cached fixed prefix")
-    args = ap.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """`localrag bench extraction` (options in localrag_bench/cli_tools.py)."""
     passages = gold_passages(args.per_set, data=Path(args.data))
     if args.kv_check:
         print(kv_check(passages[: args.kv_check], args.model, args.threads))
         return 0
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise UserError(f"unknown variant {unknown[0]!r} (choose from: {', '.join(VARIANTS)})")
     llm = None
     if any(VARIANTS[n].uses_llm for n in names):
-        from localrag.config import LLMSettings
-        from localrag.llm.factory import make_llm
-
         inner, source = make_llm(LLMSettings(model=args.model, n_threads=args.threads))
         print(f"model: {source}")
         llm = MemoLLM(inner)
@@ -228,7 +219,3 @@ def main(argv: list[str] | None = None) -> int:
         if r.reasons:
             print(f"{r.variant}: rejected triples by reason: {dict(sorted(r.reasons.items(), key=lambda kv: -kv[1]))}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,14 +1,14 @@
 """Sweep the hybrid fusion constant, or the `graph` fusion's constants, on a benchmark index.
 
-    python -m localrag_bench.fusion --data DIR [--ids FILE] [--rrf-k 1,5,8,10,20,60] [--work DIR]
-    python -m localrag_bench.fusion --graph --data DIR [--ids FILE] [--json FILE]
-    python -m localrag_bench.fusion --graph --notes DIR --questions FILE [--ids FILE] [--json FILE]
+    localrag bench fusion --data DIR [--ids FILE] [--rrf-k 1,5,8,10,20,60] [--work DIR]
+    localrag bench fusion --graph --data DIR [--ids FILE] [--json FILE]
+    localrag bench fusion --graph --notes DIR --questions FILE [--ids FILE] [--json FILE]
 
 With ``--graph`` each question's dense and lexical rankings and its PPR walk are computed
 once; every (entity damping, passage damping) read-out of the walk and every weighting of
 the three lists (``--grid``) is then scored without retrieving again. ``--json`` keeps every
 configuration's recall, so the constants can be chosen over several sets together
-(``python -m localrag_bench.fusion choose FILE...``).
+(``localrag bench fusion choose FILE...``).
 
 Each question's dense and lexical rankings (``hybrid_pool`` deep) are computed once and
 fused with :func:`localrag.retrieve.hybrid.rrf` for every constant, so the sweep costs
@@ -19,15 +19,18 @@ one ``localrag bench`` built for the same data (same cache folder).
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from localrag_bench.data import Question, default_work_dir, doc_id_of, load_dataset
+from localrag.commands.common import UserError
+from localrag.retrieve.hybrid import rrf
+from localrag_bench.data import Dataset, Question, default_work_dir, doc_id_of, load_dataset
+from localrag_bench.graph_sweep import Grid, choose, write_json
+from localrag_bench.graph_sweep import sweep as graph_sweep
 from localrag_bench.metrics import mean, recall_at_k
+from localrag_bench.notes_set import load_notes_dataset
 from localrag_bench.results import RECALL_KS
 from localrag_bench.runner import prepare_index
-from localrag.retrieve.hybrid import rrf
 
 Ranking = list[tuple[int, float]]
 
@@ -70,24 +73,12 @@ def sweep(data: str, ids: str | None, constants: list[int], work: Path | None = 
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["choose"]:
-        return choose_main(argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m localrag_bench.fusion", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data")
-    ap.add_argument("--notes", help="a notes folder (with --questions) instead of --data")
-    ap.add_argument("--questions")
-    ap.add_argument("--ids")
-    ap.add_argument("--rrf-k", default="1,3,5,8,10,12,15,20,30,60")
-    ap.add_argument("--work")
-    ap.add_argument("--graph", action="store_true", help="sweep the `graph` fusion (dampings, weights, RRF constant)")
-    ap.add_argument("--json", help="with --graph: write every configuration's recall here")
-    args = ap.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """`localrag bench fusion` (options in localrag_bench/cli_tools.py)."""
     if args.graph:
         return graph_main(args)
     if not args.data:
-        ap.error("--data is required")
+        raise UserError("--data DIR is required (or --graph with --notes DIR --questions FILE)")
     constants = [int(c) for c in args.rrf_k.split(",") if c.strip()]
     rows = sweep(args.data, args.ids, constants, Path(args.work) if args.work else None)
     print("| ranking | " + " | ".join(f"R@{k}" for k in RECALL_KS) + " |")
@@ -97,19 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _dataset(args: argparse.Namespace):
+def _dataset(args: argparse.Namespace) -> Dataset:
     if args.notes:
-        from localrag_bench.notes_set import load_notes_dataset
-
         return load_notes_dataset(args.notes, args.questions, args.ids)
     return load_dataset(args.data, args.ids)
 
 
 def graph_main(args: argparse.Namespace) -> int:
-    from localrag_bench.graph_sweep import Grid, sweep, write_json
-
     dataset = _dataset(args)
-    rows = sweep(dataset, Grid(), Path(args.work) if args.work else None)
+    rows = graph_sweep(dataset, Grid(), Path(args.work) if args.work else None)
     if args.json:
         write_json(rows, dataset, Path(args.json))
     best = sorted(rows[4:], key=lambda r: -r.recall["5"])[:15]
@@ -122,11 +109,10 @@ def graph_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def choose_main(argv: list[str]) -> int:
-    """Configurations by mean recall@5 over the sweeps given, with each set's figure and margin."""
-    from localrag_bench.graph_sweep import choose
-
-    choices, singles = choose([Path(a) for a in argv])
+def run_choose(args: argparse.Namespace) -> int:
+    """`localrag bench fusion choose`: configurations by mean recall@5 over the sweeps given, with each set's
+    figure and margin."""
+    choices, singles = choose([Path(a) for a in args.sweeps])
     names = sorted(singles)
     best_single = {n: max(singles[n].values()) for n in names}
     single_means = {s: sum(singles[n][s] for n in names) / len(names) for s in next(iter(singles.values()))}
@@ -140,7 +126,3 @@ def choose_main(argv: list[str]) -> int:
         print(f"| {label} | " + " | ".join(f"{c.per_set[n]:.3f}" for n in names) + f" | {c.mean:.3f} | {c.margin:+.3f} |")
     print("| best single per set | " + " | ".join(f"{best_single[n]:.3f}" for n in names) + " | | |")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

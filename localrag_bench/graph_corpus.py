@@ -16,7 +16,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from localrag.ingest.chunker import count_tokens
 from localrag_bench import vocab
+from localrag_bench.workdir import write_if_changed
 
 PER_FILE = 10
 MIN_TOKENS, MAX_TOKENS = 110, 190  # regex count: ~150-250 MiniLM wordpieces, inside its 254 window
@@ -119,12 +121,6 @@ def _relative(here: str, target: str) -> str:
     return Path("../" * (len(Path(here).parts) - 1)).joinpath(target).as_posix()
 
 
-def _count(text: str) -> int:
-    from localrag.ingest.chunker import count_tokens
-
-    return count_tokens(text)
-
-
 def generate_graph_corpus(n_passages: int, seed: int = 11) -> list[GraphNote]:
     rng = random.Random(seed)
     world = World.sized(n_passages, rng)
@@ -148,9 +144,9 @@ def generate_graph_corpus(n_passages: int, seed: int = 11) -> list[GraphNote]:
             target = rng.randint(MIN_TOKENS, MAX_TOKENS)
             sentences: list[str] = []
             writer.people_named.clear()
-            while _count(" ".join(sentences)) < target:
+            while count_tokens(" ".join(sentences)) < target:
                 sentences.append(writer.sentence(subject))
-            if _count(" ".join(sentences)) > MAX_TOKENS and len(sentences) > 1:
+            if count_tokens(" ".join(sentences)) > MAX_TOKENS and len(sentences) > 1:
                 sentences.pop()
             text = " ".join(sentences)
             heading = f"{subject}: part {i + 1}"
@@ -163,13 +159,4 @@ def generate_graph_corpus(n_passages: int, seed: int = 11) -> list[GraphNote]:
 
 def write_graph_corpus(notes_dir: Path, notes: list[GraphNote]) -> int:
     """Write the files that are missing or different; returns how many were written."""
-    written = 0
-    for note in notes:
-        path = notes_dir / note.name
-        data = note.text().encode("utf-8")
-        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        written += 1
-    return written
+    return sum(write_if_changed(notes_dir / note.name, note.text().encode("utf-8")) for note in notes)

@@ -1,4 +1,4 @@
-"""The `graph` fusion's constants swept on a benchmark index (``python -m localrag_bench.fusion --graph``).
+"""The `graph` fusion's constants swept on a benchmark index (``localrag bench fusion --graph``).
 
 Per question: the dense and lexical rankings (``hybrid_pool`` deep) and one PPR walk are
 computed once; each read-out damping and each weighting is then a re-ranking of lists in

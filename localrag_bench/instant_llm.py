@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+from localrag.kg.spans import clean_markup, find_spans
 from localrag.llm.base import Message, Reply, Usage
 
 _LINE = re.compile(r"^(\d+): (.*)$")
@@ -34,8 +35,6 @@ class InstantLLM:
     def _reply(messages: list[Message], phase: str) -> dict | str:
         last = messages[-1]["content"]
         if phase == "ner":
-            from localrag.kg.spans import clean_markup, find_spans
-
             question = last.split("Question:", 1)[-1].rsplit("Output:", 1)[0]
             return {"named_entities": list(dict.fromkeys(s.text for s in find_spans(clean_markup(question))))[:6]}
         if phase == "track":

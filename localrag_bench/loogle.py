@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from localrag_bench.data import BenchDataError, CorpusPassage, Dataset, Question, read_ids
+from localrag_bench.data import BenchDataError, CorpusPassage, Dataset, Question, pick_ids
 
 FILES = ("shortdep_qa.jsonl", "longdep_qa.jsonl")
 PASSAGE_WORDS = 150
@@ -105,9 +105,7 @@ def load_loogle(folder: str | Path, ids_file: str | Path | None = None, limit: i
             q = Question(f"{kind}-{d}-{i}", str(pair["Q"]).strip(), (str(answer).strip(),), ())
             questions.append((q, d, evidence))
     if ids_file:
-        wanted = read_ids(Path(ids_file).expanduser())
-        by_id = {q.id: (q, d, e) for q, d, e in questions}
-        questions = [by_id[i] for i in wanted if i in by_id]
+        questions, _ = pick_ids(questions, ids_file, lambda item: item[0].id)
     if limit is not None:
         questions = questions[:max(limit, 0)]
     if not questions:

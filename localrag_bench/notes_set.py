@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
-from localrag_bench.data import BenchDataError, CorpusPassage, Dataset, MaterialiseReport, Question, read_ids
+from localrag_bench.data import BenchDataError, CorpusPassage, Dataset, MaterialiseReport, Question, pick_ids
+from localrag_bench.workdir import write_if_changed
 
 NOTE_SUFFIXES = (".md", ".markdown", ".txt")
 
@@ -73,10 +73,7 @@ def load_notes_dataset(notes: str | Path, questions_file: str | Path, ids_file: 
     questions = _read_questions(Path(questions_file).expanduser(), note_ids)
     missing: list[str] = []
     if ids_file:
-        wanted = read_ids(Path(ids_file).expanduser())
-        by_id = {q.id: q for q in questions}
-        missing = [i for i in wanted if i not in by_id]
-        questions = [by_id[i] for i in wanted if i in by_id]
+        questions, missing = pick_ids(questions, ids_file, lambda q: q.id)
     if limit is not None:
         questions = questions[:max(limit, 0)]
     if not questions:
@@ -92,18 +89,7 @@ def mirror_notes(source: Path, target: Path) -> MaterialiseReport:
     report = MaterialiseReport()
     wanted = set(note_paths(source))
     for rel in sorted(wanted):
-        src, dst = source / rel, target / rel
-        try:
-            if dst.stat().st_size == src.stat().st_size and dst.read_bytes() == src.read_bytes():
-                report.unchanged += 1
-                continue
-        except FileNotFoundError:
-            pass
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_name(dst.name + ".tmp")
-        shutil.copyfile(src, tmp)
-        tmp.replace(dst)
-        report.written += 1
+        report.count(write_if_changed(target / rel, (source / rel).read_bytes()))
     if target.is_dir():
         for rel in note_paths(target):
             if rel not in wanted:

@@ -5,7 +5,7 @@ handful of questions (``hybrid``, which needs no graph), then let the graph phas
 extract N passages, and count how many of the questions' retrieved passages now have
 model facts. Run twice: with ``index.queue_asked_first`` off (the file order) and on.
 
-    python -m localrag_bench.queue_order WORK_DIR_OF_A_BENCH_RUN MODEL.gguf --questions Q.jsonl \
+    localrag bench queue-order WORK_DIR_OF_A_BENCH_RUN MODEL.gguf --questions Q.jsonl \
         --ask 4 --k 3 --extract 12
 """
 
@@ -14,10 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from localrag.api import Assistant, Index
+from localrag.config import load_settings
+from localrag_bench.workdir import copy_index
 
 
 @dataclass
@@ -36,14 +39,8 @@ class OrderFigures:
 
 
 def run_order(work: Path, model: Path, questions: list[str], k: int, extract: int, asked_first: bool) -> OrderFigures:
-    from localrag.api import Assistant, Index
-    from localrag.config import load_settings
-
     label = "asked-first" if asked_first else "fifo"
-    db = work / f"queue-{label}.db"
-    for suffix in ("", "-wal", "-shm", ".lock"):
-        Path(str(db) + suffix).unlink(missing_ok=True)
-    shutil.copyfile(work / "index.db", db)
+    db = copy_index(work / "index.db", work / f"queue-{label}.db")
     settings = load_settings(work / "notes", {
         "db": str(db), "index.extractor": "llm", "index.queue_asked_first": asked_first,
         "llm.index_model": str(model), "llm.model": str(model), "llm.n_threads": 1, "memory.enabled": False,
@@ -67,16 +64,8 @@ def run_order(work: Path, model: Path, questions: list[str], k: int, extract: in
     return OrderFigures(label, len(questions), len(asked), written, with_facts, round(seconds, 1), round(cpu_s, 1))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("work", type=Path, help="a bench --work dir (notes/ and index.db, graph extracted or not)")
-    ap.add_argument("model", type=Path)
-    ap.add_argument("--questions", type=Path, required=True, help="questions.jsonl (a 'question' field per line)")
-    ap.add_argument("--ask", type=int, default=4)
-    ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--extract", type=int, default=12)
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
+def run(args: argparse.Namespace) -> int:
+    """`localrag bench queue-order` (options in localrag_bench/cli_tools.py)."""
     lines = [json.loads(x) for x in args.questions.read_text().splitlines() if x.strip()]
     questions = [x.get("question") or x.get("text") for x in lines][: args.ask]
     results = [run_order(args.work, args.model, questions, args.k, args.extract, on) for on in (False, True)]
@@ -86,7 +75,4 @@ def main() -> None:
               f"load {os.getloadavg()[0]:.1f}")
     if args.out:
         args.out.write_text(json.dumps([asdict(r) | {"share": r.share} for r in results], indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

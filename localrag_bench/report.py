@@ -169,10 +169,11 @@ def markdown_pivot(results: Sequence[BenchResult]) -> str:
 
 def plot_recall(results: Sequence[BenchResult], out: Path, k: str = "5", with_reference: bool = True) -> Path:
     """Grouped bars: one group per dataset, one bar per strategy, height = recall@k."""
+    # lazy: matplotlib is a heavy import that only the plots need
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy, as above (after choosing the Agg backend)
 
     data = cells(results, with_reference)
     if not data:

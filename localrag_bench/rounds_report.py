@@ -128,10 +128,11 @@ def print_rounds_result(result: BenchResult, console: Console) -> None:
 
 def plot_rounds(results: Sequence[BenchResult], out: Path, k: str = "5") -> Path:
     """Left: LLM tokens per question per round (bars, one per strategy); right: recall@k per round (lines)."""
+    # lazy: matplotlib is a heavy import that only the plots need
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy, as above (after choosing the Agg backend)
 
     rows = round_rows(results)
     if not rows:

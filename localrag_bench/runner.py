@@ -27,6 +27,7 @@ from localrag.answer.spans import NOT_IN_NOTES
 from localrag.api import Assistant, Index
 from localrag_bench.data import Dataset, Question, default_work_dir, doc_id_of, materialise
 from localrag_bench.metrics import exact_match, f1_score, normalize_answer, recall_at_k
+from localrag_bench.notes_set import mirror_notes
 from localrag_bench.reference import references
 from localrag_bench.results import (
     RECALL_KS, BenchResult, IndexInfo, MachineInfo, QuestionRecord, machine_info, summarise,
@@ -99,8 +100,6 @@ def prepare_index(dataset: Dataset, work_dir: Path, overrides: dict[str, Any], e
     settings = load_settings(notes_dir, {**overrides, "db": str(work_dir / "index.db")}, env=env,
                              config_file=config_file)  # a bad setting fails before anything is written
     if dataset.source_notes is not None:
-        from localrag_bench.notes_set import mirror_notes
-
         written = mirror_notes(dataset.source_notes, notes_dir)
     else:
         written = materialise(dataset.corpus, notes_dir)

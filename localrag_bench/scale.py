@@ -21,10 +21,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from localrag.api import Assistant, Index
+from localrag.config import load_settings
+from localrag.ingest.sync import Progress
+from localrag.store.vectors import EXACT_LIMIT
 from localrag_bench import vocab
 from localrag_bench.metrics import percentile
 from localrag_bench.results import MachineInfo, machine_info
-from localrag.ingest.sync import Progress
+from localrag_bench.workdir import bench_cache_root, remove_db, write_if_changed
 
 RETRIEVERS = ("dense", "lexical", "hybrid")
 PER_FILE = 100
@@ -98,16 +102,8 @@ def file_text(title: str, passages: list[SynthPassage]) -> str:
 
 def write_corpus(notes_dir: Path, files: list[tuple[str, list[SynthPassage]]]) -> int:
     """Write the files that are missing or different; returns how many were written."""
-    written = 0
-    for name, passages in files:
-        path = notes_dir / name
-        data = file_text(f"Field notes {Path(name).stem}", passages).encode("utf-8")
-        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        written += 1
-    return written
+    return sum(write_if_changed(notes_dir / name, file_text(f"Field notes {Path(name).stem}", passages).encode("utf-8"))
+               for name, passages in files)
 
 
 # -- results -----------------------------------------------------------------------
@@ -192,8 +188,7 @@ print(json.dumps({"sync_s": report.seconds, "changed": report.changed, "in_proce
 
 
 def default_scale_dir(n_passages: int, seed: int) -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "localrag" / "bench"
-    return root / f"scale-{n_passages}-seed{seed}"
+    return bench_cache_root() / f"scale-{n_passages}-seed{seed}"
 
 
 def resync_in_fresh_process(notes_dir: Path, db_path: Path) -> tuple[float, float]:
@@ -216,8 +211,7 @@ def _clear_query_cache(embedder: Any) -> None:
 
 
 def _remove_index(db_path: Path, work_dir: Path) -> None:
-    for suffix in ("", "-wal", "-shm", ".lock"):
-        Path(str(db_path) + suffix).unlink(missing_ok=True)
+    remove_db(db_path)
     (work_dir / INDEX_RUN_FILE).unlink(missing_ok=True)
 
 
@@ -270,10 +264,6 @@ def run_scale(n_passages: int, n_queries: int = 200, work_dir: Path | None = Non
               fresh: bool = False, embedder: Any = None, k: int = 10,
               progress: Callable[[Progress], None] | None = None, log: Callable[[str], None] = lambda s: None,
               env: dict[str, str] | None = None) -> ScaleResult:
-    from localrag.api import Assistant, Index
-    from localrag.config import load_settings
-    from localrag.store.vectors import EXACT_LIMIT
-
     if n_passages < 1 or n_queries < 1:
         raise ValueError("--passages and --queries must be at least 1")
     machine = machine_info()

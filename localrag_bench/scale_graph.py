@@ -1,6 +1,6 @@
 """`bench scale --graph`: the graph phase and graph retrieval on a generated vault of N passages.
 
-The corpus (bench/graph_corpus.py) has the entity structure of real notes. Steps, each
+The corpus (localrag_bench/graph_corpus.py) has the entity structure of real notes. Steps, each
 timed in wall and CPU seconds (the machine may be shared: both are reported, with the
 load average):
 
@@ -12,7 +12,7 @@ load average):
    phase: how many passages were extracted again);
 4. query latency p50/p95, warm: ``ppr``, any strategy named in GRAPH_STRATEGIES that is
    registered (the no-LLM ``graph`` fusion when it exists), and NeuroPath with an instant
-   scripted model (bench/instant_llm.py: what is left is NeuroPath's own work: seeds,
+   scripted model (localrag_bench/instant_llm.py: what is left is NeuroPath's own work: seeds,
    path pruning, completion);
 5. a cold ``localrag ask --no-answer --strategy ppr`` in a new process.
 """
@@ -23,8 +23,7 @@ import datetime as _dt
 import json
 import os
 import random
-import resource
-import shutil
+import re
 import subprocess
 import sys
 import time
@@ -32,11 +31,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from localrag.api import Assistant, Index
+from localrag.config import load_settings
+from localrag.embed import default_embedder
+from localrag.kg.builder import extraction_text
+from localrag.kg.entity_graph import entity_graph
+from localrag.retrieve.base import strategy_names
 from localrag.records import Trace
 from localrag.retrieve.ppr import GraphStep
 from localrag_bench.graph_corpus import GraphNote, generate_graph_corpus, write_graph_corpus
+from localrag_bench.instant_llm import InstantLLM
 from localrag_bench.results import MachineInfo, machine_info
 from localrag_bench.scale import Latency, Timings, _clear_query_cache, resync_in_fresh_process
+from localrag_bench.workdir import bench_cache_root, copy_index, remove_db, rss_mb
 
 GRAPH_STRATEGIES = ("ppr", "graph")  # "graph": the no-LLM fusion (issue 15), timed when registered
 FAST_DB, FAST_RUN = "fast.db", "fast_run.json"
@@ -100,18 +107,16 @@ class GraphScaleResult:
         return out
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+_WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the chunker's word-tokens
 
 
-def _remove_db(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", ".lock"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
+def rules_index(work: Path, db: Path, embedder: Any = None, **overrides: Any) -> Index:
+    """The index ``db`` of the notes in ``work/notes``, with the rules extractor (no model) unless overridden."""
+    settings = load_settings(work / "notes", {"db": str(db), "index.extractor": "rules", **overrides}, env={})
+    return Index(settings, embedder)
 
 
 def _token_totals(store: Any, embedder: Any) -> tuple[int, int]:
-    from localrag.kg.builder import extraction_text
-
     ids = store.docs.all_passage_ids()
     passages = store.docs.passages(ids)
     words = sum(len(_WORD.findall(p.text)) for p in passages)
@@ -120,64 +125,44 @@ def _token_totals(store: Any, embedder: Any) -> tuple[int, int]:
     return words, pieces
 
 
-def _word_re():
-    import re
-
-    return re.compile(r"\w+|[^\w\s]", re.UNICODE)
-
-
-_WORD = _word_re()
+def _timed_phase(index: Index, run: Callable[[], Any], passages_of: Callable[[Any], int]) -> tuple[PhaseFigures, Any]:
+    """``run()``'s wall and CPU seconds with the index's token totals and the load after it; and its report."""
+    started, cpu = time.perf_counter(), time.process_time()
+    report = run()
+    seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    words, pieces = _token_totals(index.store, index.embedder)
+    return PhaseFigures(passages_of(report), words, pieces, round(seconds, 2), round(cpu_s, 2),
+                        [round(x, 2) for x in os.getloadavg()]), report
 
 
 def fast_phase(work: Path, notes: list[GraphNote], embedder: Any, fresh: bool,
                log: Callable[[str], None]) -> tuple[PhaseFigures, float]:
     """The fast phase into work/fast.db (reused when it exists, with the figures recorded then)."""
-    from localrag.api import Index
-    from localrag.config import load_settings
-
     db, record = work / FAST_DB, work / FAST_RUN
     if fresh:
-        _remove_db(db)
+        remove_db(db)
         record.unlink(missing_ok=True)
     if db.is_file() and record.is_file():
         data = json.loads(record.read_text())
         return PhaseFigures(**data["figures"]), float(data["rss_mb"])
-    _remove_db(db)
-    settings = load_settings(work / "notes", {"db": str(db), "index.extractor": "rules"}, env={})
-    index = Index(settings, embedder)
+    remove_db(db)
+    index = rules_index(work, db, embedder)
     try:
         log(f"fast phase: {sum(len(n.passages) for n in notes):,} passages")
-        started, cpu = time.perf_counter(), time.process_time()
-        report = index.sync()
-        seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-        words, pieces = _token_totals(index.store, index.embedder)
-        figures = PhaseFigures(report.passages_added, words, pieces, round(seconds, 2), round(cpu_s, 2),
-                               [round(x, 2) for x in os.getloadavg()])
+        figures, _ = _timed_phase(index, index.sync, lambda report: report.passages_added)
     finally:
         index.close()
-    record.write_text(json.dumps({"figures": asdict(figures), "rss_mb": _rss_mb()}))
-    return figures, _rss_mb()
+    record.write_text(json.dumps({"figures": asdict(figures), "rss_mb": rss_mb()}))
+    return figures, rss_mb()
 
 
 def graph_phase(work: Path, embedder: Any, log: Callable[[str], None]) -> tuple[PhaseFigures, dict, dict, int]:
     """The rules graph phase on a fresh copy of fast.db: figures, seconds per step, row counts, db bytes."""
-    from localrag.api import Index
-    from localrag.config import load_settings
-
-    db = work / "index.db"
-    _remove_db(db)
-    shutil.copyfile(work / FAST_DB, db)
-    settings = load_settings(work / "notes", {"db": str(db), "index.extractor": "rules"}, env={})
-    index = Index(settings, embedder)
+    index = rules_index(work, copy_index(work / FAST_DB, work / "index.db"), embedder)
     try:
         queued = index.store.graph.queue.length()
         log(f"graph phase (rules): {queued:,} passages queued")
-        started, cpu = time.perf_counter(), time.process_time()
-        report = index.extract_graph()
-        seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-        words, pieces = _token_totals(index.store, index.embedder)
-        figures = PhaseFigures(report.passages, words, pieces, round(seconds, 2), round(cpu_s, 2),
-                               [round(x, 2) for x in os.getloadavg()])
+        figures, report = _timed_phase(index, index.extract_graph, lambda report: report.passages)
         steps = {k: round(v, 2) for k, v in sorted(report.steps.seconds.items())}
         counts = index.graph_figures()
         size = index.store.size_bytes()
@@ -188,16 +173,11 @@ def graph_phase(work: Path, embedder: Any, log: Callable[[str], None]) -> tuple[
 
 def edit_one_file(work: Path, notes: list[GraphNote], embedder: Any) -> EditFigures:
     """Append a sentence to one note; re-sync and run the graph phase; count what was redone."""
-    from localrag.api import Index
-    from localrag.config import load_settings
-    from localrag.kg.entity_graph import entity_graph
-
     note = notes[len(notes) // 2]
     path = work / "notes" / note.name
     original = path.read_text()
     path.write_text(original.rstrip("\n") + "\n\nLater, Ada Lovelace visited the archive of Upper Glenrock.\n")
-    settings = load_settings(work / "notes", {"db": str(work / "index.db"), "index.extractor": "rules"}, env={})
-    index = Index(settings, embedder)
+    index = rules_index(work, work / "index.db", embedder)
     try:
         sync = index.sync()
         report = index.extract_graph()
@@ -205,7 +185,7 @@ def edit_one_file(work: Path, notes: list[GraphNote], embedder: Any) -> EditFigu
     finally:
         index.close()
         path.write_text(original)  # the corpus stays as generated (the next sync puts the passages back)
-    reader = Index(settings, embedder)
+    reader = rules_index(work, work / "index.db", embedder)
     try:
         how = entity_graph(reader.store).how
     finally:
@@ -234,11 +214,6 @@ def cold_ask(work: Path, question: str) -> tuple[float, str]:
 
 def query_latency(work: Path, notes: list[GraphNote], embedder: Any, n_queries: int, seed: int, k: int,
                   log: Callable[[str], None]) -> list[Latency]:
-    from localrag.api import Assistant, Index
-    from localrag_bench.instant_llm import InstantLLM
-    from localrag.config import load_settings
-    from localrag.retrieve.base import strategy_names
-
     questions = [p.question for n in notes for p in n.passages]
     chosen = random.Random(seed).sample(questions, min(n_queries, len(questions)))
     settings = load_settings(work / "notes", {"db": str(work / "index.db"), "memory.enabled": False}, env={})
@@ -266,8 +241,6 @@ def query_latency(work: Path, notes: list[GraphNote], embedder: Any, n_queries: 
 def run_graph_scale(n_passages: int, n_queries: int = 100, work_dir: Path | None = None, *, seed: int = 11,
                     fresh: bool = False, embedder: Any = None, k: int = 10,
                     log: Callable[[str], None] = lambda s: None) -> GraphScaleResult:
-    from localrag.embed import default_embedder
-
     if n_passages < 1 or n_queries < 1:
         raise ValueError("--passages and --queries must be at least 1")
     machine = machine_info()
@@ -278,7 +251,7 @@ def run_graph_scale(n_passages: int, n_queries: int = 100, work_dir: Path | None
     embedder = embedder or default_embedder()
     fast, rss_fast = fast_phase(work, notes, embedder, fresh, log)
     graph, steps, counts, size = graph_phase(work, embedder, log)
-    rss_graph = _rss_mb()
+    rss_graph = rss_mb()
     log("re-index of the unchanged folder, in a fresh process")
     resync_s, resync_wall = resync_in_fresh_process(work / "notes", work / "index.db")
     log("cold ask in a new process")
@@ -299,8 +272,7 @@ def run_graph_scale(n_passages: int, n_queries: int = 100, work_dir: Path | None
 
 
 def _default_dir(n_passages: int, seed: int) -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "localrag" / "bench"
-    return root / f"scale-graph-{n_passages}-seed{seed}"
+    return bench_cache_root() / f"scale-graph-{n_passages}-seed{seed}"
 
 
 def write_graph_scale_result(result: GraphScaleResult, path: Path) -> Path:

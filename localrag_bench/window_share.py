@@ -1,6 +1,6 @@
 """How many passages of a folder exceed the embedder's window, before and after ingest/window.py.
 
-    python -m localrag_bench.window_share ../shared/data/dendron-vault/notes
+    localrag bench window-share ../shared/data/dendron-vault/notes
 
 "Before" is the chunker alone (its regex cap); "after" adds the window step, as sync does.
 Wordpieces are MiniLM's, of the embedded text (heading path + passage).
@@ -12,6 +12,13 @@ import argparse
 import json
 from pathlib import Path
 
+from localrag.config import load_settings
+from localrag.embed import MiniLMEmbedder
+from localrag.ingest.chunker import chunk_text
+from localrag.ingest.loaders import load_data
+from localrag.ingest.walker import walk
+from localrag.ingest.window import fit_chunk
+
 
 def _describe(counts: list[int], window: int) -> dict[str, float]:
     xs = sorted(counts)
@@ -22,13 +29,6 @@ def _describe(counts: list[int], window: int) -> dict[str, float]:
 
 
 def measure(root: Path) -> dict:
-    from localrag.config import load_settings
-    from localrag.embed import MiniLMEmbedder
-    from localrag.ingest.chunker import chunk_text
-    from localrag.ingest.loaders import load_data
-    from localrag.ingest.walker import walk
-    from localrag.ingest.window import fit_chunk
-
     settings = load_settings(root, {}, env={}).index
     count, window = MiniLMEmbedder().window_counter()
     found, _ = walk(root, settings.extensions, settings.ignore)
@@ -46,11 +46,7 @@ def measure(root: Path) -> dict:
             "after": _describe(after, window), "wordpieces_past_window_before": sum(max(0, n - window) for n in before)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", type=Path)
-    print(json.dumps(measure(ap.parse_args().folder), indent=1))
-
-
-if __name__ == "__main__":
-    main()
+def run(args: argparse.Namespace) -> int:
+    """`localrag bench window-share` (options in localrag_bench/cli_tools.py)."""
+    print(json.dumps(measure(args.folder), indent=1))
+    return 0

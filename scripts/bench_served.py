@@ -15,13 +15,10 @@ always stopped at the end.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +33,9 @@ from localrag.llm.base import LLM, LLMError  # noqa: E402
 from localrag.llm.concurrent import in_flight  # noqa: E402
 from localrag.llm.discovery import bundled_model  # noqa: E402
 from localrag.kg.extract import ExtractorOptions, extract_passage  # noqa: E402
+from localrag.llm.llamacpp import LlamaCppLLM  # noqa: E402
+from localrag.llm.openai_compat import OpenAICompatLLM  # noqa: E402
+from localrag_bench.served import ServerProcess  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "dev" / "corpus.jsonl"
 
@@ -97,36 +97,6 @@ def run(llm: LLM, passages: list[tuple[str, str]], concurrency: int, opts: Extra
     return row
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(model: Path, port: int, threads: int, n_ctx: int, log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads), "--verbose", "False"]
-    print("server:", " ".join(cmd[1:]), file=sys.stderr)
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the server exited: {log.read_text()[-2000:]}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/v1/models")
-            ok = conn.getresponse().status == 200
-            conn.close()
-            if ok:
-                return proc
-        except OSError:
-            pass
-        time.sleep(0.25)
-    proc.kill()
-    raise SystemExit("the server did not become ready in 120 s")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passages", type=int, default=40)
@@ -154,19 +124,17 @@ def main() -> int:
         [("served (llama_cpp.server)", c) for c in levels]
     totals: dict[tuple[str, int], Row] = {k: Row(k[0], k[1], 0, 0.0, 0, 0, 0, []) for k in configs}
     backends: dict[str, LLM] = {}
-    proc = None
+    server = None
     url = args.url
     try:
         if not args.skip_in_process:
-            from localrag.llm.llamacpp import LlamaCppLLM
-
             backends[configs[0][0]] = LlamaCppLLM(model, settings)
         if not url:
-            port = free_port()
-            proc = start_server(model, port, args.threads, args.n_ctx, Path(tempfile.gettempdir()) / f"bench_served_{os.getpid()}.log")
-            url = f"http://127.0.0.1:{port}/v1"
-        from localrag.llm.openai_compat import OpenAICompatLLM
-
+            server = ServerProcess(model, Path(tempfile.gettempdir()) / f"bench_served_{os.getpid()}.log",
+                                   threads=args.threads, n_ctx=args.n_ctx)
+            print("server:", " ".join(server.command()[1:]), file=sys.stderr)
+            server.start(timeout_s=120)
+            url = server.url
         served = OpenAICompatLLM(LLMSettings(url=url, url_model=args.llm_model, timeout_s=600.0, retries=2,
                                              seed=settings.seed))
         backends["served (llama_cpp.server)"] = served
@@ -189,12 +157,11 @@ def main() -> int:
                 print(f"  passages {start}-{start + len(chunk) - 1}: {key[0]}, {key[1]} in flight: "
                       f"{row.per_min:.1f}/min", file=sys.stderr, flush=True)
         form = served.response_format_form
-    except LLMError as exc:
+    except (LLMError, RuntimeError) as exc:
         raise SystemExit(f"error: {exc}")
     finally:
-        if proc is not None:
-            proc.kill()
-            proc.wait(timeout=30)
+        if server is not None:
+            server.stop()
     rows = [totals[k] for k in configs]
 
     print(f"\nmodel {model.name if model else args.llm_model or 'first listed'}, {len(passages)} passages from {args.corpus}, prompt {opts.prompt_version()}, "

@@ -1,6 +1,6 @@
 """What the damage check costs: ``Store.quick_check`` (and ``integrity_check`` for comparison) on an index.
 
-    .venv/bin/python scripts/check_cost.py ~/.cache/localrag_bench/scale-100000-seed7/index.db [--repeat 3]
+    .venv/bin/python scripts/check_cost.py ~/.cache/localrag/bench/scale-100000-seed7/index.db [--repeat 3]
 
 Works on a consistent copy (SQLite's backup API, so an index that is being written can be measured);
 times each check warm (the file in the page cache: the usual case right after the notes were

@@ -2,8 +2,9 @@
 
 A `localrag bench --strategy neuropath` result keeps, per question, what path tracking
 handed to completion (``tracking``: seeds, path documents, open path ends, chain,
-requirement, fallback). This script feeds the same inputs through ``NeuroPath.fuse`` under
-each variant's settings and prints recall@2/@5, so completion defaults are chosen on
+requirement, fallback). This script feeds the same inputs through NeuroPath's own ``fuse``
+(localrag.retrieve.neuropath.completion, via localrag_bench.neuropath_replay) under each
+variant's settings and prints recall@2/@5, so completion defaults are chosen on
 like-for-like numbers (the tracking calls are the expensive part and run once).
 
     .venv/bin/python scripts/neuropath_refuse.py docs/results/musique100-dev-neuropath.json
@@ -15,20 +16,17 @@ index instead (the traces of a run still in progress, or of one that was stopped
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
 from localrag.api import Assistant, Index
 from localrag.config import load_settings
-from localrag_bench.data import default_work_dir, doc_id_of, load_dataset
-from localrag_bench.metrics import recall_at_k
-from localrag_bench.runner import completion_input, prepare_index, tracking_summary
 from localrag.records import Trace
-from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
-from localrag.retrieve.neuropath import fuse
+from localrag_bench.data import default_work_dir, load_dataset
+from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
+from localrag_bench.runner import completion_input, prepare_index, tracking_summary
 
 # name -> NeuroPathSettings overrides
 def _v(completion: str, graph: str, paths: float, fallback: float, **more) -> dict:
@@ -89,18 +87,11 @@ def main() -> None:
     else:
         records = {r["id"]: r for r in saved["records"] if r["strategy"] == "neuropath"}
     ctx = Assistant(index).context()
-    base = ctx.settings.neuropath
-    sums: dict[str, list[float]] = {}
-
-    def add(name: str, doc_ids: list[int], gold: list[int]) -> None:
-        s = sums.setdefault(name, [0.0, 0.0, 0])
-        s[0] += recall_at_k(doc_ids, gold, 2) or 0.0
-        s[1] += recall_at_k(doc_ids, gold, 5) or 0.0
-        s[2] += 1
+    sums = RecallSums()
+    add = sums.add
 
     def distinct(ranked: list[tuple[int, float]]) -> list[int]:
-        paths = {p.id: p.path for p in ctx.store.docs.passages([pid for pid, _ in ranked])}
-        return list(dict.fromkeys(d for d in (doc_id_of(paths.get(pid, "")) for pid, _ in ranked) if d))
+        return ranked_doc_ids(ctx, [pid for pid, _ in ranked])
 
     for q in dataset.questions:
         rec = records.get(q.id)
@@ -113,18 +104,14 @@ def main() -> None:
         add("graph(query), no LLM", distinct(graph_ranked(ctx, q.question, args.k)[0]), gold)
         t = rec.get("tracking") or {}
         for name, overrides in variants.items():
-            if not t.get("seeds"):  # no query entity: the strategy's fallback (the graph fusion with completion "graph")
-                fallback = graph_ranked(ctx, q.question, args.k)[0] if overrides["completion"] == "graph" \
-                    else dense_ranked(ctx, q.question, args.k)
-                add(name, distinct(fallback), gold)
+            if not t.get("seeds"):  # no query entity: the strategy's fallback
+                add(name, distinct(no_entity_fallback(ctx, q.question, args.k, overrides["completion"])), gold)
                 continue
-            inp = completion_input(t)
-            ctx.settings.neuropath = dataclasses.replace(base, **({"merge": "fused", "fuse_k": 8} | overrides))
-            retrieval = fuse(ctx, q.question, inp, args.k, Trace("neuropath"))
-            ctx.settings.neuropath = base
-            add(name, distinct([(sp.passage.id, sp.score) for sp in retrieval.passages]), gold)
-    for name, (r2, r5, n) in sorted(sums.items(), key=lambda t: -(t[1][1] + t[1][0] / 10)):
-        print(f"{name:40s} R@2 {r2 / n:.3f} R@5 {r5 / n:.3f}  (n={n})")
+            retrieval = fuse_with(ctx, q.question, completion_input(t), args.k,
+                                  **({"merge": "fused", "fuse_k": 8} | overrides))
+            add(name, ranked_doc_ids(ctx, passage_ids(retrieval)), gold)
+    for name, (r2, r5, n) in sums.means().items():
+        print(f"{name:40s} R@2 {r2:.3f} R@5 {r5:.3f}  (n={n})")
 
 
 if __name__ == "__main__":

@@ -17,17 +17,23 @@ import time
 from pathlib import Path
 
 from localrag.api import Assistant
-from localrag_bench.data import default_work_dir, doc_id_of, load_dataset
-from localrag_bench.metrics import recall_at_k
-from localrag_bench.runner import ensure_graph, prepare_index
 from localrag.records import Trace
-from localrag.retrieve.dense import dense_ranked
-from localrag.retrieve.hybrid import hybrid_ranked
-from localrag.retrieve.neuropath import TrackState, link_seeds, query_entities, track
-from localrag.retrieve.neuropath.paths import path_docs
+from localrag.retrieve.hybrid import RRF_K, hybrid_ranked
+from localrag.retrieve.neuropath import CompletionInput, TrackState, complete, link_seeds, query_entities, track
+from localrag_bench.data import default_work_dir, load_dataset
+from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
+from localrag_bench.runner import ensure_graph, prepare_index
 
+# (merge, completion retriever, completion query): each is NeuroPath's own fuse with these settings, the
+# paper's two lists only (no PPR list), equal weights and the RRF constant of hybrid
 VARIANTS = [(merge, completion, qtext) for merge in ("paths-first", "fused")
             for completion in ("dense", "hybrid") for qtext in ("query+chain+g", "query")]
+AS_CONFIGURED = "as configured"  # the index's own neuropath settings (NeuroPath's complete())
+
+
+def variant_settings(merge: str, completion: str) -> dict:
+    return {"merge": merge, "completion": completion, "graph_completion": "none", "path_weight": 1.0,
+            "fallback_weight": 1.0, "fuse_k": RRF_K}
 
 
 def main() -> None:
@@ -45,52 +51,39 @@ def main() -> None:
         overrides[key] = value
     index, _ = prepare_index(dataset, default_work_dir(dataset), overrides)
     print(ensure_graph(index, ["neuropath"]), flush=True)
-    assistant = Assistant(index)
-    ctx = assistant.context()
+    ctx = Assistant(index).context()
     k = 10
-    sums = {v: [0.0, 0.0] for v in VARIANTS}
-    sums[("hybrid", "", "")] = [0.0, 0.0]
+    sums = RecallSums()
     rows = []
     started = time.perf_counter()
     for n, q in enumerate(dataset.questions, 1):
         trace = Trace("neuropath")
         tctx = ctx.traced(trace)
         seeds = link_seeds(tctx, query_entities(tctx, q.question, trace))
-        state = track(tctx, q.question, [e for _, e, _, _ in seeds], trace) if seeds else TrackState()
-        docs = path_docs(state.valid)
-        row = {"id": q.id, "seeds": len(seeds), "path_docs": docs, "chain": state.chain, "g": state.requirement,
-               "llm_failed": state.llm_failed, "calls": len(trace.calls), "recall": {}}
-        base, _ = hybrid_ranked(ctx, q.question, k)
-        for v in VARIANTS + [("hybrid", "", "")]:
-            merge, completion, qtext = v
-            if merge == "hybrid":
-                ranked = base
-            else:
-                text = q.question if qtext == "query" else " ".join(x for x in (q.question, state.chain, state.requirement) if x)
-                pool = max(ctx.settings.neuropath.backfill, k)
-                comp = hybrid_ranked(ctx, text, pool)[0] if completion == "hybrid" else dense_ranked(ctx, text, pool)
-                if not seeds:
-                    ranked = dense_ranked(ctx, q.question, k)  # the strategy's no-entity fallback
-                elif merge == "fused":
-                    from localrag.retrieve.hybrid import rrf
-                    ranked = rrf([[(d, 1.0) for d in docs], comp], k)
-                else:
-                    ranked = [(d, 0.0) for d in docs] + [(p, s) for p, s in comp if p not in set(docs)]
-            passages = ctx.store.docs.passages([p for p, _ in ranked][:k])
-            paths = {p.id: p.path for p in passages}
-            distinct = list(dict.fromkeys(d for d in (doc_id_of(paths.get(p, "")) for p, _ in ranked[:k]) if d))
-            r2, r5 = recall_at_k(distinct, q.gold_doc_ids, 2), recall_at_k(distinct, q.gold_doc_ids, 5)
-            sums[v][0] += r2 or 0.0
-            sums[v][1] += r5 or 0.0
-            row["recall"]["/".join(x for x in v if x)] = [r2, r5]
+        seed_ids = [e for _, e, _, _ in seeds]
+        state = track(tctx, q.question, seed_ids, trace) if seeds else TrackState()
+        inp = CompletionInput.of(state, seed_ids)
+        row = {"id": q.id, "seeds": len(seeds), "path_docs": list(inp.docs), "chain": state.chain,
+               "g": state.requirement, "llm_failed": state.llm_failed, "calls": len(trace.calls), "recall": {}}
+        ranked: dict[str, list[int]] = {"hybrid": [pid for pid, _ in hybrid_ranked(ctx, q.question, k)[0]]}
+        no_entity = [pid for pid, _ in no_entity_fallback(ctx, q.question, k, "dense")]  # the variants' completion
+        for merge, completion, qtext in VARIANTS:
+            name = f"{merge}/{completion}/{qtext}"
+            query_only = dataclasses.replace(inp, chain="", requirement="") if qtext == "query" else inp
+            ranked[name] = passage_ids(fuse_with(ctx, q.question, query_only, k, **variant_settings(merge, completion))) \
+                if seeds else no_entity
+        ranked[AS_CONFIGURED] = passage_ids(complete(ctx, q.question, state, k, Trace("neuropath"), seeds=seed_ids)) \
+            if seeds else [pid for pid, _ in no_entity_fallback(ctx, q.question, k, ctx.settings.neuropath.completion)]
+        for name, pids in ranked.items():
+            row["recall"][name] = list(sums.add(name, ranked_doc_ids(ctx, pids[:k]), q.gold_doc_ids))
         rows.append(row)
         print(f"{n}/{len(dataset.questions)} {time.perf_counter() - started:.0f}s calls {row['calls']} "
-              f"failed {state.llm_failed} docs {len(docs)}", flush=True)
-    n = len(rows)
-    table = {"/".join(x for x in v if x): [round(a / n, 4), round(b / n, 4)] for v, (a, b) in sums.items()}
-    for name, (r2, r5) in sorted(table.items(), key=lambda t: -t[1][1]):
+              f"failed {state.llm_failed} docs {len(inp.docs)}", flush=True)
+    table = {name: [round(r2, 4), round(r5, 4)] for name, (r2, r5, _) in sums.means().items()}
+    for name, (r2, r5) in table.items():
         print(f"{name:40s} R@2 {r2:.3f} R@5 {r5:.3f}")
-    Path(args.out).write_text(json.dumps({"dataset": dataset.name, "questions": n, "table": table, "rows": rows}, indent=1))
+    Path(args.out).write_text(json.dumps({"dataset": dataset.name, "questions": len(rows), "table": table, "rows": rows},
+                                         indent=1))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import random
 import shutil
@@ -37,7 +38,10 @@ from reliability_checks import check_store  # noqa: E402
 
 import localrag.embed  # noqa: E402
 from localrag.cli import main as cli_main  # noqa: E402
+from localrag.ingest import loaders  # noqa: E402
 from localrag.ingest import sync as sync_module  # noqa: E402
+from localrag.store.connection import connect  # noqa: E402
+from localrag.store.health import _state_path  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "notes"
 N_EXAMPLES = sum(1 for _ in EXAMPLES.rglob("*.md"))
@@ -83,8 +87,6 @@ def cli_process(*argv: str, user: str | None = None, timeout: float = 600) -> su
 
 
 def indexed(folder: Path) -> set[str]:
-    from localrag.store.connection import connect
-
     conn = connect(folder / ".localrag" / "index.db", readonly=True)
     try:
         return {r[0] for r in conn.execute("SELECT path FROM documents")}
@@ -93,8 +95,6 @@ def indexed(folder: Path) -> set[str]:
 
 
 def skipped(folder: Path) -> dict[str, str]:
-    from localrag.store.connection import connect
-
     conn = connect(folder / ".localrag" / "index.db", readonly=True)
     try:
         return dict(conn.execute("SELECT path, reason FROM skipped").fetchall())
@@ -104,8 +104,6 @@ def skipped(folder: Path) -> dict[str, str]:
 
 def text_of(folder: Path, rel: str) -> str:
     """The indexed text of one note ("" when it is not indexed)."""
-    from localrag.store.connection import connect
-
     conn = connect(folder / ".localrag" / "index.db", readonly=True)
     try:
         rows = conn.execute("SELECT p.text FROM passages p JOIN documents d ON d.id = p.doc_id WHERE d.path = ? "
@@ -298,8 +296,6 @@ def case_file_deleted_before_read(d: Path) -> str:
 
 
 def case_permission_change_mid_sync(d: Path) -> str:
-    from localrag.ingest import loaders
-
     expect(index(d).code == 0, "first index")
     target = d / "marrowglass-press.md"
     target.write_text("# Marrowglass Press\n\nEdited, then locked.\n")
@@ -365,8 +361,6 @@ def case_huge_single_line(d: Path) -> str:
     started = time.perf_counter()
     r = index(d)
     took = time.perf_counter() - started
-    from localrag.store.connection import connect
-
     conn = connect(d / ".localrag" / "index.db", readonly=True)
     n = conn.execute("SELECT COUNT(*) FROM passages p JOIN documents d ON d.id = p.doc_id "
                      "WHERE d.path = 'one-line.txt'").fetchone()[0]
@@ -415,11 +409,7 @@ def case_clock_backwards(d: Path) -> str:
         os.utime(f, (future, future))
     r1, r2 = index(d), index(d)
     expect(r1.code == 0 and r2.code == 0 and len(indexed(d)) == N_EXAMPLES, f"{r1.err} {r2.err}")
-    from localrag.store.health import _state_path
-
     state = _state_path(d / ".localrag" / "index.db")
-    import json
-
     s = json.loads(state.read_text())
     s["checked_at"] = time.time() + 10 * 24 * 3600  # the last check "in the future"
     state.write_text(json.dumps(s))

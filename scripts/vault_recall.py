@@ -18,6 +18,10 @@ import shutil
 import time
 from pathlib import Path
 
+import localrag
+from localrag.api import Assistant, Index
+from localrag.config import load_settings
+
 
 def notes_ranked(passages) -> list[str]:
     out: list[str] = []
@@ -29,8 +33,9 @@ def notes_ranked(passages) -> list[str]:
 
 def vault_counts(index) -> dict:
     """Aliases, tags, link and embed facts, resolved and unresolved links (this checkout only)."""
+    # lazy: older checkouts measured by this script (PYTHONPATH) have no vault parsing; only --counts needs it
     from localrag.ingest.markdown import inline_refs
-    from localrag.kg.vault import resolve_links
+    from localrag.kg.vault import resolve_links  # lazy, as above
 
     store = index.store
     counts = dict(store.vault.counts())
@@ -75,11 +80,6 @@ def main() -> None:
     ap.add_argument("--query-only", action="store_true",
                     help="ask the index already in --work (read-only: no copy, sync or graph run)")
     args = ap.parse_args()
-
-    import localrag
-    from localrag.api import Assistant, Index
-    from localrag.config import load_settings
-
     work = Path(args.work)
     folder = work / "notes"
     if not args.query_only:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import pytest
+from kg_helpers import write_notes, write_triples
 
+from localrag.api import Index
 from localrag.config import Settings, load_settings
 from localrag.embed import MiniLMEmbedder
 
@@ -36,6 +39,24 @@ def settings_for(tmp_path: Path):
         return s
 
     return make
+
+
+@pytest.fixture
+def graph_kb(tmp_path: Path, settings_for, embedder):
+    """graph_kb(notes, triples, **settings): an index of ``notes`` written to tmp_path/kb, synced, with each
+    note's hand-written ``triples`` as its extraction (the session embedder); closed at teardown."""
+    opened: list[Index] = []
+
+    def make(notes: Mapping[str, str], triples: Mapping[str, Sequence[tuple[str, str, str]]], **overrides) -> Index:
+        index = Index(settings_for(write_notes(tmp_path / "kb", dict(notes)), **overrides), embedder)
+        opened.append(index)
+        index.sync()
+        write_triples(index, triples)
+        return index
+
+    yield make
+    for index in opened:
+        index.close()
 
 
 @pytest.fixture(scope="session")

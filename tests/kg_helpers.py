@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping, Sequence
 
 from localrag.api import Index
 from localrag.config import Settings, load_settings
+from localrag.records import Triple
 
 NOTES = {
     "ada-lovelace.md": (
@@ -26,10 +28,35 @@ NOTES = {
 }
 
 
+# four towns and places, one linking another by [[wikilink]] (the graph fusion and PPR tests)
+TOWN_NOTES = {
+    "kallendar-workshop.md": "# Kallendar Workshop\n\nThe Kallendar Workshop is a converted tannery in [[Orlinsford]].\n",
+    "orlinsford.md": "# Orlinsford\n\nOrlinsford is a market town on the river Omsund, known for its stone bridge.\n",
+    "quillhaven.md": "# Quillhaven\n\nQuillhaven is a coastal town with a lighthouse called the Tessaly Light.\n",
+    "bakery.md": "# The Harebell Oven\n\nThe Harebell Oven is a bakery that sells a rye and plum loaf.\n",
+}
+
+
+def write_triples(index: Index, triples: Mapping[str, Sequence[tuple[str, str, str]]]) -> None:
+    """Hand-written facts as the extraction of each named one-passage note (embedded with the index's embedder)."""
+    for name, facts in triples.items():
+        (p,) = index.store.docs.passages_of(name)
+        index.store.graph.write_extraction(p.id, [Triple(*t) for t in facts], [], index.embedder.encode)
+
+
 def write_notes(folder: Path, notes: dict[str, str] = NOTES) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in notes.items():
         (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def indexed_folder(folder: Path, notes: dict[str, str], embedder) -> Path:
+    """``notes`` written to ``folder`` and indexed there (fast phase, default settings), the index closed:
+    a module fixture builds it once and each test works on a copy."""
+    index = Index(load_settings(write_notes(folder, notes), env={}), embedder)
+    index.sync()
+    index.close()
     return folder
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from localrag.api import Assistant, Index
 from localrag.llm.model_info import ModelSize, gguf_size
-from localrag.records import Triple
 
 from scripted_llm import ScriptedLLM
 
@@ -32,19 +31,9 @@ class SizedLLM(ScriptedLLM):
 
 
 @pytest.fixture
-def index_with_graph(tmp_path, settings_for, embedder):
-    d = tmp_path / "kb"
-    d.mkdir()
-    for name, text in NOTES.items():
-        (d / name).write_text(text)
-    idx = Index(settings_for(d), embedder)
-    idx.sync()
-    (p,) = idx.store.docs.passages_of("mira.md")
-    idx.store.graph.write_extraction(p.id, [Triple("mira okafor", "leads", "heron project")], [], embedder.encode)
-    (p,) = idx.store.docs.passages_of("heron.md")
-    idx.store.graph.write_extraction(p.id, [Triple("heron project", "hosted in", "vessby")], [], embedder.encode)
-    yield idx
-    idx.close()
+def index_with_graph(graph_kb):
+    return graph_kb(NOTES, {"mira.md": [("mira okafor", "leads", "heron project")],
+                            "heron.md": [("heron project", "hosted in", "vessby")]})
 
 
 def test_the_bundled_model_resolves_to_the_fusion_from_its_metadata(index_with_graph, bundled_model):

@@ -16,7 +16,9 @@ from localrag_bench.scale import run_scale
 from localrag.cli import common_parser
 from localrag_bench import cli as bench_cmd
 from localrag.commands.common import run_command
-from localrag.llm.base import LLMError, Reply, Usage
+
+from bench_helpers import write_data_set
+from scripted_llm import answers_by_question
 
 DATA = Path(__file__).parents[1].parent / "shared" / "data"
 TWOWIKI_DEV = DATA / "2wiki" / "dev"
@@ -34,11 +36,8 @@ def tiny_set(tmp_path_factory) -> Path:
     corpus = [json.loads(l) for l in (TWOWIKI_DEV / "corpus.jsonl").read_text().splitlines() if l.strip()]
     gold = {d for q in questions for d in q["gold_doc_ids"]}
     others = [c for c in corpus if c["doc_id"] not in gold][:N_DISTRACTORS]
-    folder = tmp_path_factory.mktemp("data") / "tiny"
-    folder.mkdir()
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps(c) + "\n" for c in corpus if c["doc_id"] in gold) + "".join(json.dumps(c) + "\n" for c in others))
-    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    folder = write_data_set(tmp_path_factory.mktemp("data") / "tiny", [c for c in corpus if c["doc_id"] in gold] + others,
+                            questions)
     (folder / "dev_ids.txt").write_text("\n".join(q["id"] for q in questions[::-1]) + "\n")
     return folder
 
@@ -92,27 +91,6 @@ def test_rerun_reuses_the_index_and_result_round_trips(first_run, embedder, tmp_
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-class ScriptedLLM:
-    """Answers from a script keyed by question text; raises for questions not in it."""
-
-    model_id = "scripted"
-
-    def __init__(self, script: dict[str, str]):
-        self.script = script
-
-    def chat(self, messages, *, schema=None, max_tokens=512, phase="answer", on_token=None, choices=None):
-        user = messages[-1]["content"]
-        for question, text in self.script.items():
-            if f"Question: {question}" in user:
-                if choices is not None:  # constrained: the scripted answer when it is allowed
-                    core = text.removeprefix("Answer: ").split(" [")[0]
-                    text = core if core in choices else "not in your notes"
-                if on_token is not None:
-                    on_token(text)
-                return Reply(text, Usage(prompt_tokens=len(user) // 4, completion_tokens=5), 1.0, self.model_id)
-        raise LLMError("the scripted model has no answer for this question")
-
-
 def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
     result, spec = first_run
     from localrag.api import Assistant, Index
@@ -124,7 +102,7 @@ def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
     index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0, "answer.mode": "shape"},
                                 env={}))
     try:
-        records = run_questions(Assistant(index, llm=ScriptedLLM(script)), qs, "hybrid", RunOptions(answer=True),
+        records = run_questions(Assistant(index, llm=answers_by_question(script)), qs, "hybrid", RunOptions(answer=True),
                                 round_label="round-1")
     finally:
         index.close()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from bench_helpers import write_data_set
 
 from localrag.api import Assistant
 from localrag_bench.data import load_dataset
@@ -33,11 +34,7 @@ QUESTIONS = [
 
 
 def make_set(folder: Path) -> Path:
-    folder.mkdir()
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"doc_id": i, "title": t, "text": x}) + "\n"
-                                                 for i, t, x in CORPUS))
-    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    return folder
+    return write_data_set(folder, [{"doc_id": i, "title": t, "text": x} for i, t, x in CORPUS], QUESTIONS)
 
 
 def test_referring_words_and_question_forms() -> None:

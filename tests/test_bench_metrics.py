@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
+from bench_helpers import write_data_set
 
 from localrag_bench.data import BenchDataError, CorpusPassage, dataset_name, doc_id_of, load_dataset, materialise
 from localrag_bench.metrics import dedupe, exact_match, f1_score, normalize_answer, percentile, recall_at_k
@@ -71,12 +71,6 @@ def test_summaries_group_by_strategy_and_round():
 
 
 # -- data sets -------------------------------------------------------------------
-def _write_set(folder, corpus, questions):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
-    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
-
-
 CORPUS = [{"doc_id": 1, "title": "Alpha", "text": "Alpha is a town."},
           {"doc_id": 2, "title": "Beta", "text": "Beta is a river\nnear Alpha."},
           {"doc_id": 5, "title": "Gamma", "text": "Gamma is a hill."}]
@@ -87,7 +81,7 @@ QUESTIONS = [{"id": "a", "question": "Where is Alpha?", "answers": ["town"], "go
 
 def test_load_dataset_selects_ids_in_file_order_then_limit(tmp_path):
     folder = tmp_path / "toy" / "dev"
-    _write_set(folder, CORPUS, QUESTIONS)
+    write_data_set(folder, CORPUS, QUESTIONS)
     ids = tmp_path / "ids.txt"
     ids.write_text("c\n\n# comment\na\nzzz\n")
     ds = load_dataset(folder, ids)
@@ -107,14 +101,14 @@ def test_load_dataset_selects_ids_in_file_order_then_limit(tmp_path):
 ])
 def test_bad_data_gives_a_clear_error(tmp_path, breakage, message):
     folder = tmp_path / "bad"
-    _write_set(folder, CORPUS, QUESTIONS)
+    write_data_set(folder, CORPUS, QUESTIONS)
     breakage(folder)
     with pytest.raises(BenchDataError, match=message.replace("[", r"\[").replace("]", r"\]")):
         load_dataset(folder)
 
 
 def test_unknown_ids_only_is_an_error(tmp_path):
-    _write_set(tmp_path / "s", CORPUS, QUESTIONS)
+    write_data_set(tmp_path / "s", CORPUS, QUESTIONS)
     (tmp_path / "ids").write_text("nope\n")
     with pytest.raises(BenchDataError, match="none of the 1 ids"):
         load_dataset(tmp_path / "s", tmp_path / "ids")
@@ -140,7 +134,7 @@ def test_bm25_reference_ranks_by_term_weight(tmp_path):
     index = BM25([["alpha", "town"], ["beta", "river", "alpha"], ["gamma"]])
     assert index.top(["beta"], 2) == [1]
     assert index.top(["alpha", "town"], 3) == [0, 1]
-    _write_set(tmp_path / "s", CORPUS, QUESTIONS)
+    write_data_set(tmp_path / "s", CORPUS, QUESTIONS)
     row = bm25_reference(load_dataset(tmp_path / "s"))
     # a: Alpha first (1.0); b: "Beta" then "Alpha" -> both gold in the top 2 (1.0); c: Gamma (1.0)
     assert row.recall == {"2": 1.0, "5": 1.0} and row.questions == 3

@@ -28,6 +28,7 @@ from localrag.commands.common import run_command
 from localrag.memory.edges import enhance
 from localrag.records import Triple
 
+from bench_helpers import write_data_set
 from scripted_llm import ScriptedLLM
 
 CORPUS = [
@@ -57,13 +58,9 @@ SETTINGS = {"neuropath.ner": "llm", "index.extractor": "rules"}
 
 def write_set(folder: Path) -> Path:
     """A data set folder in the ../shared/data/README.md format."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text("".join(
-        json.dumps({"doc_id": d, "title": t, "text": x}) + "\n" for d, t, x in CORPUS))
-    (folder / "questions.jsonl").write_text("".join(
-        json.dumps({"id": i, "question": q, "answers": a, "gold_titles": [], "gold_doc_ids": g}) + "\n"
-        for i, q, a, g in QUESTIONS))
-    return folder
+    return write_data_set(folder, [{"doc_id": d, "title": t, "text": x} for d, t, x in CORPUS],
+                          [{"id": i, "question": q, "answers": a, "gold_titles": [], "gold_doc_ids": g}
+                           for i, q, a, g in QUESTIONS])
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
-from localrag.api import Assistant, Index
+from localrag.api import Assistant
 from localrag.llm.base import LLMError
 from localrag.memory.feedback import FeedbackError, mark
-from localrag.records import Triple
 from localrag.trace import FeedbackStep
 
 from scripted_llm import ScriptedLLM, line_id
@@ -51,19 +50,9 @@ class Tracker:
 
 
 @pytest.fixture
-def kb(tmp_path, settings_for, embedder):
-    d = tmp_path / "kb"
-    d.mkdir()
-    for name, text in NOTES.items():
-        (d / name).write_text(text)
+def kb(graph_kb):
     # free answers: these tests script the answer text (the constrained span is tested in test_answer_flow.py)
-    idx = Index(settings_for(d, **{"neuropath.ner": "llm", "neuropath.merge": "paths-first", "answer.mode": "free"}), embedder)
-    idx.sync()
-    for name, triples in TRIPLES.items():
-        (p,) = idx.store.docs.passages_of(name)
-        idx.store.graph.write_extraction(p.id, [Triple(*t) for t in triples], [], embedder.encode)
-    yield idx
-    idx.close()
+    return graph_kb(NOTES, TRIPLES, **{"neuropath.ner": "llm", "neuropath.merge": "paths-first", "answer.mode": "free"})
 
 
 def test_a_wrong_answer_marked_wrong_is_unlearned_and_the_repeat_runs_full_retrieval(kb):

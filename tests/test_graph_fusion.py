@@ -6,19 +6,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
-from kg_helpers import write_notes
+from kg_helpers import TOWN_NOTES, write_notes
 
 from localrag.retrieve import Context, get_strategy
 from localrag.retrieve.graph import FusionStep, FusionWeights, fuse, passage_scores
 
 pytest_plugins = ["conftest_kg"]
-
-TOWN_NOTES = {
-    "kallendar-workshop.md": "# Kallendar Workshop\n\nThe Kallendar Workshop is a converted tannery in [[Orlinsford]].\n",
-    "orlinsford.md": "# Orlinsford\n\nOrlinsford is a market town on the river Omsund, known for its stone bridge.\n",
-    "quillhaven.md": "# Quillhaven\n\nQuillhaven is a coastal town with a lighthouse called the Tessaly Light.\n",
-    "bakery.md": "# The Harebell Oven\n\nThe Harebell Oven is a bakery that sells a rye and plum loaf.\n",
-}
 
 
 def test_a_passage_found_by_all_three_lists_outranks_one_list_leaders():

@@ -22,6 +22,7 @@ from localrag.llm.prompts_kg import kg_messages
 from localrag.memory.edges import Feedback, apply
 from localrag.records import Triple
 
+from kg_helpers import indexed_folder
 from scripted_llm import ScriptedLLM
 
 INJECTION = (
@@ -39,14 +40,7 @@ QUESTION = "Which river runs through Orlinsford?"
 
 @pytest.fixture(scope="module")
 def injected_folder(tmp_path_factory, embedder) -> Path:
-    d = tmp_path_factory.mktemp("injection") / "notes"
-    d.mkdir()
-    for name, text in NOTES.items():
-        (d / name).write_text(text)
-    idx = Index(load_settings(d, env={}), embedder)
-    idx.sync()
-    idx.close()
-    return d
+    return indexed_folder(tmp_path_factory.mktemp("injection") / "notes", NOTES, embedder)
 
 
 @pytest.fixture

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from kg_helpers import assert_healthy, snapshot
-from scripted_llm import ScriptedLLM
+from scripted_llm import ScriptedLLM, cut_below
 
-from localrag.llm.base import Reply, Usage
 from localrag.llm.prompts_served import with_schema_instruction
 from localrag.store import schema
 
@@ -161,26 +160,9 @@ def test_an_index_from_before_the_link_table_is_made_exact_by_its_next_sync(kg_i
 GOOD = {"triples": [{"head": "Beta", "relation": "holds", "tail": "spring survey"}]}
 
 
-class BudgetLLM(ScriptedLLM):
-    """Cuts every reply when the budget is under ``needs`` tokens (finish_reason "length")."""
-
-    def __init__(self, needs: int):
-        super().__init__(lambda m, s, p: GOOD)
-        self.needs = needs
-        self.budgets: list[int] = []
-
-    def chat(self, messages, *, schema=None, max_tokens=512, phase="answer", on_token=None) -> Reply:
-        self.calls.append((phase, list(messages)))
-        self.budgets.append(max_tokens)
-        if max_tokens < self.needs:
-            return Reply(text='{"triples": [{"head": "Be', usage=Usage(10, max_tokens), ms=1.0,
-                         model=self.model_id, finish_reason="length")
-        return Reply(text=json.dumps(GOOD), usage=Usage(10, 12), ms=1.0, model=self.model_id, finish_reason="stop")
-
-
 def test_a_cut_extraction_is_retried_when_the_budget_is_raised(kg_index, tmp_path):
     folder = write_notes(tmp_path / "notes", {"beta.md": LINKED["beta.md"]})
-    llm = BudgetLLM(needs=64)
+    llm = cut_below(64, GOOD, '{"triples": [{"head": "Be')
     small = kg_index(folder, **{"index.extractor": "llm", "index.extract_max_tokens": 16})
     small.sync()
     report = small.extract_graph(llm=llm)
@@ -206,7 +188,7 @@ def test_a_cut_extraction_is_retried_when_the_budget_is_raised(kg_index, tmp_pat
 def test_cut_failures_carry_their_budget_in_the_cache(kg_index, tmp_path):
     from localrag.kg.extract import ExtractorOptions, extract_passage
 
-    llm = BudgetLLM(needs=64)
+    llm = cut_below(64, GOOD, '{"triples": [{"head": "Be')
     cut = extract_passage("Beta holds the spring survey.", "Beta", ExtractorOptions("llm", max_tokens=16), llm=llm)
     assert cut.status == "failed" and cut.payload == {"data": None, "error": cut.reason, "cut_at": 16}
     other = ScriptedLLM(lambda m, s, p: "not json at all")

@@ -9,7 +9,6 @@ max_tokens so small that every JSON reply is cut.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -18,13 +17,13 @@ import pytest
 from localrag.answer import EMPTY_ANSWER
 from localrag.api import Assistant, Index
 from localrag.config import load_settings
-from localrag.llm.base import LLMError, Reply, Usage
+from localrag.llm.base import LLMError
 from localrag.llm.jsoncall import call_json
-from localrag.records import Triple
 from localrag.retrieve.neuropath.events import RoundStep
 from localrag.trace import TraceEvent, event_name
 
-from scripted_llm import ScriptedLLM, line_id
+from kg_helpers import indexed_folder, write_triples
+from scripted_llm import Cut, ScriptedLLM, line_id
 
 NOTES = {
     "mira.md": "# Mira Okafor\n\nMira Okafor leads the Heron project at the Lund institute.\n",
@@ -37,26 +36,6 @@ TRIPLES = {
     "vessby.md": [("vessby", "lies on", "river orle")],
 }
 QUESTION = "On which river is the town where Mira Okafor's project is hosted?"
-
-
-class Cut(str):
-    """A reply that stopped at max_tokens."""
-
-
-class FaultyLLM(ScriptedLLM):
-    """ScriptedLLM whose script may also return Cut(text) (finish_reason "length") or raise."""
-
-    def chat(self, messages, *, schema=None, max_tokens=512, phase="answer", on_token=None) -> Reply:
-        self.calls.append((phase, list(messages)))
-        out = self.respond(list(messages), schema, phase)
-        if isinstance(out, BaseException):
-            raise out
-        text = out if isinstance(out, str) else json.dumps(out)
-        if on_token and text:
-            on_token(text)
-        finish = "length" if isinstance(out, Cut) else "stop"
-        return Reply(text=str(text), usage=Usage(10, max(1, len(text.split()))), ms=1.0, model="scripted",
-                     finish_reason=finish)
 
 
 REPEATED = "the river orle the river orle " * 200
@@ -75,14 +54,7 @@ JSON_FAULTS = {
 @pytest.fixture(scope="module")
 def built_folder(tmp_path_factory, embedder) -> Path:
     """The notes, indexed once (fast phase only); tests work on copies."""
-    d = tmp_path_factory.mktemp("model-output") / "kb"
-    d.mkdir()
-    for name, text in NOTES.items():
-        (d / name).write_text(text)
-    idx = Index(load_settings(d, env={}), embedder)
-    idx.sync()
-    idx.close()
-    return d
+    return indexed_folder(tmp_path_factory.mktemp("model-output") / "kb", NOTES, embedder)
 
 
 @pytest.fixture
@@ -102,11 +74,9 @@ def copy_index(built_folder, tmp_path, embedder):
 
 
 @pytest.fixture
-def graph_index(copy_index, embedder):
+def graph_index(copy_index):
     idx = copy_index(**{"neuropath.ner": "llm+rules", "memory.enabled": False})
-    for name, triples in TRIPLES.items():
-        (p,) = idx.store.docs.passages_of(name)
-        idx.store.graph.write_extraction(p.id, [Triple(*t) for t in triples], [], embedder.encode)
+    write_triples(idx, TRIPLES)
     return idx
 
 
@@ -128,7 +98,7 @@ def _retrieve(index: Index, llm, strategy: str = "neuropath"):
 
 @pytest.mark.parametrize("fault", sorted(JSON_FAULTS))
 def test_call_json_records_each_fault_and_retries_once(fault):
-    llm = FaultyLLM(lambda m, s, p: JSON_FAULTS[fault])
+    llm = ScriptedLLM(lambda m, s, p: JSON_FAULTS[fault])
     result = call_json(llm, [{"role": "user", "content": "q"}], {"type": "object"}, phase="track", max_tokens=8)
     assert not result.ok and result.data is None
     assert len(llm.calls) == 2 and len(result.errors) == 2  # one repair retry, then a recorded failure
@@ -141,7 +111,7 @@ def test_call_json_records_each_fault_and_retries_once(fault):
 
 def test_call_json_repair_retry_recovers():
     replies = iter(['{"named_entities": "Mira"', {"named_entities": ["Mira Okafor"]}])
-    llm = FaultyLLM(lambda m, s, p: next(replies))
+    llm = ScriptedLLM(lambda m, s, p: next(replies))
     result = call_json(llm, [{"role": "user", "content": "q"}], {"type": "object"}, phase="ner", max_tokens=50)
     assert result.ok and result.data == {"named_entities": ["Mira Okafor"]}
     assert len(result.errors) == 1 and len(result.replies) == 2
@@ -165,7 +135,7 @@ def test_tracking_fault_falls_back_to_embedding_order(graph_index, fault):
             return {"named_entities": ["Mira Okafor"]}
         return TRACK_FAULTS[fault]
 
-    llm = FaultyLLM(respond)
+    llm = ScriptedLLM(respond)
     r, calls = _retrieve(graph_index, llm)
     rnd = _step(r, "round")
     assert rnd.fallback, "the fallback is recorded in the trace"
@@ -184,7 +154,7 @@ def test_tracking_repeated_ids_are_deduplicated(graph_index):
         return {"current_chain": "Mira leads Heron.", "valid_ids": [i] * 40, "expansion_requirements": "",
                 "need_expand_ids": [i] * 40, "continue": 0}
 
-    llm = FaultyLLM(respond)
+    llm = ScriptedLLM(respond)
     r, _ = _retrieve(graph_index, llm)
     rnd = _step(r, "round")
     assert not rnd.fallback and rnd.errors == ()
@@ -205,7 +175,7 @@ def test_tracking_repaired_on_retry_uses_the_model_choice(graph_index):
         return {"current_chain": "Mira leads Heron.", "valid_ids": [i], "expansion_requirements": "",
                 "need_expand_ids": [], "continue": 0}
 
-    r, _ = _retrieve(graph_index, FaultyLLM(respond))
+    r, _ = _retrieve(graph_index, ScriptedLLM(respond))
     rnd = _step(r, "round")
     assert not rnd.fallback
     assert rnd.errors == ("reply cut at max_tokens before the JSON ended",)
@@ -227,7 +197,7 @@ def test_ner_fault_falls_back_to_spans_and_is_not_cached(graph_index, fault):
             return NER_FAULTS[fault]
         return {"current_chain": "", "valid_ids": [0], "expansion_requirements": "", "need_expand_ids": [], "continue": 0}
 
-    llm = FaultyLLM(respond)
+    llm = ScriptedLLM(respond)
     assistant = Assistant(graph_index, llm=llm)
     r = assistant.retrieve(QUESTION, "neuropath", 5)
     ner = _step(r, "ner")
@@ -240,7 +210,7 @@ def test_ner_fault_falls_back_to_spans_and_is_not_cached(graph_index, fault):
 
 
 def test_ner_good_reply_is_cached(graph_index):
-    llm = FaultyLLM(lambda m, s, p: {"named_entities": ["Mira Okafor"]} if p == "ner" else JSON_FAULTS["empty"])
+    llm = ScriptedLLM(lambda m, s, p: {"named_entities": ["Mira Okafor"]} if p == "ner" else JSON_FAULTS["empty"])
     assistant = Assistant(graph_index, llm=llm)
     assistant.retrieve(QUESTION, "neuropath", 5)
     assistant.retrieve(QUESTION, "neuropath", 5)
@@ -251,7 +221,7 @@ def test_ner_good_reply_is_cached(graph_index):
 
 def _ask(index, reply):
     """The free-text answer's checks (short answers are grammar-constrained: tests/test_answer_flow.py)."""
-    llm = FaultyLLM(lambda m, s, p: reply)
+    llm = ScriptedLLM(lambda m, s, p: reply)
     return Assistant(index, llm=llm).ask(QUESTION, strategy="hybrid", mode="free"), llm
 
 
@@ -292,7 +262,7 @@ def test_malformed_answer_text_is_just_text(graph_index):
 
 
 def test_backend_error_in_answer_is_a_clear_llm_error(graph_index, monkeypatch):
-    llm = FaultyLLM(lambda m, s, p: LLMError("server at http://127.0.0.1:9 refused the connection"))
+    llm = ScriptedLLM(lambda m, s, p: LLMError("server at http://127.0.0.1:9 refused the connection"))
     monkeypatch.setattr("localrag.llm.factory.make_llm", lambda settings, role="main": (llm, "scripted"))
     with pytest.raises(LLMError, match="refused"):
         Assistant(graph_index).ask(QUESTION, strategy="hybrid", mode="free")
@@ -320,7 +290,7 @@ EXTRACT_FAULTS = dict(JSON_FAULTS) | {
 @pytest.mark.parametrize("fault", sorted(EXTRACT_FAULTS))
 def test_extraction_fault_is_recorded_and_rules_fill_in(plain_index, fault):
     idx = plain_index("llm+rules")
-    llm = FaultyLLM(lambda m, s, p: EXTRACT_FAULTS[fault])
+    llm = ScriptedLLM(lambda m, s, p: EXTRACT_FAULTS[fault])
     report = idx.extract_graph(llm=llm)
     n = idx.store.docs.passage_count()
     assert report.passages == n and report.fallback == n and report.remaining == 0
@@ -333,7 +303,7 @@ def test_extraction_fault_is_recorded_and_rules_fill_in(plain_index, fault):
 
 def test_extraction_fault_without_fallback_is_recorded_as_failed(plain_index):
     idx = plain_index("llm")
-    report = idx.extract_graph(llm=FaultyLLM(lambda m, s, p: JSON_FAULTS["cut"]))
+    report = idx.extract_graph(llm=ScriptedLLM(lambda m, s, p: JSON_FAULTS["cut"]))
     n = idx.store.docs.passage_count()
     assert report.failed == n and report.remaining == 0
     reasons = {r for _, r, fb in idx.store.graph.extractions.failures() if not fb}
@@ -349,7 +319,7 @@ def test_extraction_repetition_is_deduplicated(plain_index):
             return {"triples": [{"head": "Vessby", "relation": "lies on", "tail": "river Orle"}] * 50}
         return {"triples": []}
 
-    report = idx.extract_graph(llm=FaultyLLM(respond))
+    report = idx.extract_graph(llm=ScriptedLLM(respond))
     assert report.rejected.get("duplicate") == 49
     names = {(f.head_name, f.relation, f.tail_name) for f in idx.store.graph.facts.all()}
     assert ("vessby", "lies on", "river orle") in names
@@ -357,7 +327,7 @@ def test_extraction_repetition_is_deduplicated(plain_index):
 
 def test_extraction_backend_errors_give_up_after_max_attempts(plain_index):
     idx = plain_index("llm+rules")
-    llm = FaultyLLM(lambda m, s, p: LLMError("connection refused"))
+    llm = ScriptedLLM(lambda m, s, p: LLMError("connection refused"))
     report = idx.extract_graph(llm=llm)
     n = idx.store.docs.passage_count()
     attempts = idx.settings.index.extract_max_attempts

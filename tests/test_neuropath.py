@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from localrag.api import Assistant, Index
+from localrag.api import Assistant
 from localrag.records import Triple
 from localrag.retrieve.neuropath.events import (CompletionStep, MemoryAnswerStep, NerStep, RoundStep,
                                                 SeedsStep)
@@ -32,18 +32,8 @@ QUESTION = "On which river is the town where Mira Okafor's project is hosted?"
 
 
 @pytest.fixture
-def graph_index(tmp_path, settings_for, embedder):
-    d = tmp_path / "kb"
-    d.mkdir()
-    for name, text in NOTES.items():
-        (d / name).write_text(text)
-    idx = Index(settings_for(d, **{"neuropath.ner": "llm"}), embedder)
-    idx.sync()
-    for name, triples in TRIPLES.items():
-        (p,) = idx.store.docs.passages_of(name)
-        idx.store.graph.write_extraction(p.id, [Triple(*t) for t in triples], [], embedder.encode)
-    yield idx
-    idx.close()
+def graph_index(graph_kb):
+    return graph_kb(NOTES, TRIPLES, **{"neuropath.ner": "llm"})
 
 
 def test_prune_keeps_top_k_by_cosine():

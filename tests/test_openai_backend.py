@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from served_helpers import ServerProcess, free_port, llm_settings
+from served_helpers import llm_settings
 
 from localrag.answer import strip_invalid_citations
 from localrag.answer.flow import compose
@@ -27,6 +27,7 @@ from localrag.llm.prompts_served import PROBE_SCHEMA, probe_messages
 from localrag.llm.served_http import ServerURL
 from localrag.llm.server_check import check_server
 from localrag.records import Passage, Retrieval, ScoredPassage, Trace
+from localrag_bench.served import ServerProcess, free_port
 
 pytestmark = pytest.mark.timeout(300)
 PACKAGE = Path(__file__).resolve().parents[1] / "localrag"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
-from kg_helpers import write_notes
+from kg_helpers import TOWN_NOTES, write_notes
 
 from localrag.records import Triple
 from localrag.retrieve import Context, get_strategy
@@ -12,13 +12,6 @@ from localrag.retrieve.ppr import SeedsStep, entity_graph, personalised_pagerank
 from localrag.trace import FallbackStep
 
 pytest_plugins = ["conftest_kg"]
-
-TOWN_NOTES = {
-    "kallendar-workshop.md": "# Kallendar Workshop\n\nThe Kallendar Workshop is a converted tannery in [[Orlinsford]].\n",
-    "orlinsford.md": "# Orlinsford\n\nOrlinsford is a market town on the river Omsund, known for its stone bridge.\n",
-    "quillhaven.md": "# Quillhaven\n\nQuillhaven is a coastal town with a lighthouse called the Tessaly Light.\n",
-    "bakery.md": "# The Harebell Oven\n\nThe Harebell Oven is a bakery that sells a rye and plum loaf.\n",
-}
 
 
 def ctx_for(index) -> Context:

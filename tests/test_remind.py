@@ -15,7 +15,6 @@ from localrag.api import Assistant, Index
 from localrag.memory.edges import enhance, readout
 from localrag.retrieve.remind.dfs import Step, expand, valid_steps
 from localrag.retrieve.remind.graph import Edge, RemindGraph, entity, passage
-from localrag.records import Triple
 from localrag.trace import event_name
 
 from scripted_llm import ScriptedLLM
@@ -39,18 +38,8 @@ USEFUL = ("mira.md", "heron.md", "vessby.md")
 
 
 @pytest.fixture
-def kb(tmp_path, settings_for, embedder):
-    d = tmp_path / "kb"
-    d.mkdir()
-    for name, text in NOTES.items():
-        (d / name).write_text(text)
-    idx = Index(settings_for(d, **{"remind.rank": "collected-first"}), embedder)  # the paper's ranking: walk tests
-    idx.sync()
-    for name, triples in TRIPLES.items():
-        (p,) = idx.store.docs.passages_of(name)
-        idx.store.graph.write_extraction(p.id, [Triple(*t) for t in triples], [], embedder.encode)
-    yield idx
-    idx.close()
+def kb(graph_kb):
+    return graph_kb(NOTES, TRIPLES, **{"remind.rank": "collected-first"})  # the paper's ranking: walk tests
 
 
 def pid(idx, name: str) -> int:
@@ -223,7 +212,6 @@ def test_memory_off_graph_reads_every_memory_as_zero(kb, embedder):
     off = expand(RemindGraph(kb.store, q, 0.1, use_memory=False), [seed], 0.25, {seed}).steps
     assert [s.edge.key for s in on] == [key]
     assert off == []
-
 
 
 @pytest.mark.parametrize("penalty", ["intended", "off"])

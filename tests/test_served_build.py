@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 from kg_helpers import assert_healthy, kg_settings, snapshot, write_notes
-from served_helpers import ServerProcess, free_port
 
 from localrag.kg.builder import GraphBuilder
 from localrag.kg.run import ServerUnreachable
 from localrag.llm.base import LLMError, Reply, Usage
 from localrag.llm.served_http import TransportError
 from localrag.store.repair import salvage_extractions
+from localrag_bench.served import ServerProcess, free_port
 
 pytest_plugins = ["conftest_kg"]
 pytestmark = pytest.mark.timeout(600)
