@@ -7,9 +7,8 @@ body, its file name as title); the problem is kept as a warning that `localrag s
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import yaml
 

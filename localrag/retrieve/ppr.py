@@ -20,7 +20,6 @@ from localrag.kg.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
-from localrag.store import Store
 from localrag.trace import FallbackStep, SeedsEvent, TraceEvent, optional
 
 MAX_ITER = 100
