@@ -45,6 +45,31 @@ def test_relevant_path_filters_hidden_state_and_foreign_files(tmp_path: Path) ->
     assert relevant_path(root, str(tmp_path.parent / "x.md"), s, False) is None
 
 
+def test_the_folders_localragignore_rules_filter_events_and_a_change_to_them_is_one(tmp_path: Path) -> None:
+    s = IndexSettings()
+    root = tmp_path.resolve()
+    (root / "drafts").mkdir()
+    assert relevant_path(root, str(root / "drafts" / "x.md"), s, False) == "drafts/x.md"
+    (root / ".localragignore").write_text("# not notes\ndrafts/\n*.tmp.md\n")
+    assert relevant_path(root, str(root / "drafts" / "x.md"), s, False) is None
+    assert relevant_path(root, str(root / "drafts"), s, True) is None
+    assert relevant_path(root, str(root / "a.tmp.md"), s, False) is None
+    assert relevant_path(root, str(root / "a.md"), s, False) == "a.md"
+    assert relevant_path(root, str(root / ".localragignore"), s, False) == ".localragignore"
+
+
+def test_a_watched_folder_follows_its_localragignore(tmp_path: Path) -> None:
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / ".localragignore").write_text("drafts/\n")
+    watcher, batches = collect(tmp_path)
+    with watcher:
+        (tmp_path / "drafts" / "x.md").write_text("# ignored\n")
+        assert_quiet(batches, 1.0)
+        (tmp_path / ".localragignore").write_text("")
+        batch = next_batch(batches, timeout=10)
+    assert ".localragignore" in batch.paths
+
+
 def test_burst_of_writes_is_one_batch(tmp_path: Path) -> None:
     watcher, batches = collect(tmp_path)
     with watcher:

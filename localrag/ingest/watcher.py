@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from localrag.config import IndexSettings
+from localrag.ingest.ignore import IGNORE_FILE, folder_patterns
 from localrag.ingest.sync import Progress, SyncReport
 from localrag.ingest.walker import STATE_DIR, display_name, is_candidate, is_ignored
 from localrag.store.lock import LockBusy
@@ -78,12 +79,15 @@ def relevant_path(root: Path, path: str, settings: IndexSettings, is_directory: 
         return None
     if rel in ("", "."):
         return None
+    if rel == IGNORE_FILE:  # new ignore rules: the next sync drops what they exclude, adds what they free
+        return rel
     parts = rel.split("/")
     if parts[0] == STATE_DIR or any(p.startswith(".") for p in parts):
         return None
+    patterns = folder_patterns(root, settings.ignore)  # the folder's .localragignore as it is now
     if is_directory:
-        return None if is_ignored(rel, settings.ignore) or is_ignored(rel + "/", settings.ignore) else rel
-    return rel if is_candidate(rel, settings.extensions, settings.ignore) else None
+        return None if is_ignored(rel, patterns) or is_ignored(rel + "/", patterns) else rel
+    return rel if is_candidate(rel, settings.extensions, patterns) else None
 
 
 class FolderWatcher:
