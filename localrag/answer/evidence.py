@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
+from markdown_it import MarkdownIt
 
 from localrag.embed import Embedder
 from localrag.kg.spans import clean_markup, sentences
@@ -55,8 +56,6 @@ class EvidenceSentence:
 
 @lru_cache(maxsize=1)
 def _parser():
-    from markdown_it import MarkdownIt
-
     return MarkdownIt("commonmark").enable("table")
 
 

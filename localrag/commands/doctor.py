@@ -52,6 +52,7 @@ def _model(settings) -> list[Check]:
     choice = discover(settings.llm.model)
     size = choice.path.stat().st_size / 1e6
     out.append(Check("model file", True, f"{choice.path} ({size:.0f} MB, from {choice.source})"))
+    # each check loads what it checks, so one that cannot import is reported, not fatal
     import llama_cpp
 
     info = llama_cpp.llama_print_system_info().decode(errors="replace").strip()

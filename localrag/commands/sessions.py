@@ -7,6 +7,8 @@ import datetime as _dt
 import json
 from typing import TYPE_CHECKING
 
+from rich.table import Table
+
 from localrag.commands.common import UserError, console, err_console, indexed_settings
 
 if TYPE_CHECKING:
@@ -113,8 +115,6 @@ def run(args: argparse.Namespace) -> int:
     if not sessions:
         console.print("no conversations yet: `localrag ask \"…\" --session NAME` starts one (the terminal UI too)")
         return 0
-    from rich.table import Table
-
     table = Table(title="conversations (newest first)", title_justify="left")
     for column in ("session", "turns", "first question", "started", "last used"):
         table.add_column(column, justify="right" if column == "turns" else "left")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import codecs
 import errno
 import html.parser
+import io
+import logging
 import os
 import re
 import stat
@@ -233,11 +235,8 @@ def _load_html(source: str) -> LoadedText:
 
 
 def _load_pdf(data: bytes) -> LoadedText:
-    import io
-    import logging
-
     try:
-        from pypdf import PdfReader
+        from pypdf import PdfReader  # loaded only for a PDF
     except ImportError as exc:  # pragma: no cover - pypdf is a dependency
         raise SkipFile(PDF_ERROR, "pypdf is not installed") from exc
     logging.getLogger("pypdf").setLevel(logging.ERROR)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
+from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -204,8 +205,6 @@ def _strip_vault_prefix(target: str) -> str:
 
 
 def _unquote(href: str) -> str:
-    from urllib.parse import unquote
-
     return unquote(href)
 
 

@@ -108,6 +108,7 @@ class FolderWatcher:
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
+        # watchdog starts its native observer on import: loaded only when watching
         from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
 

@@ -19,6 +19,7 @@ class LlamaCppLLM:
     def __init__(self, path: Path, settings: LLMSettings):
         check_gguf(path)
         try:
+            # heavy native library: loaded when a model is, so a no-model command never pays for it
             from llama_cpp import Llama
         except ImportError as exc:
             raise LLMError(f"llama-cpp-python is not installed ({exc}); run `make install`") from exc
@@ -44,6 +45,7 @@ class LlamaCppLLM:
 
     def _choice_grammar(self, choices: tuple[str, ...]):
         """llama.cpp grammar admitting exactly one of ``choices`` (parsing is cached for a repeat)."""
+        # heavy native library: loaded when a model is, so a no-model command never pays for it
         from llama_cpp import LlamaGrammar
 
         if getattr(self, "_grammar_key", None) != choices:

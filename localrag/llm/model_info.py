@@ -73,6 +73,7 @@ def quiet_stderr():
 
 def _read_gguf(path: Path) -> ModelSize:
     try:
+        # heavy native library: only reading a GGUF's metadata needs it
         import llama_cpp
     except ImportError:
         return ModelSize(0, "", path.stem, "unknown: llama-cpp-python is not installed")

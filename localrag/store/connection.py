@@ -67,6 +67,7 @@ def driver_name() -> str:
 
 
 def _load_vec(conn: Any) -> None:
+    # the extension loads with the first connection (the driver is chosen first)
     import sqlite_vec
 
     conn.enable_load_extension(True)
