@@ -14,10 +14,12 @@ import localrag.embed
 from localrag.api import Assistant, Index
 from localrag.cli import main
 from localrag.config import ConfigError, LLMSettings, Settings
+from localrag.kg.builder import resolve_extractor
 from localrag.kg.extract import ExtractorOptions, extract_passage
 from localrag.kg.extractors import EXTRACTORS
 from localrag.llm.base import BuiltLLM, LLMError
 from localrag.llm.factory import BACKENDS, backend_for, make_llm
+from localrag.llm.model_info import model_size
 from localrag.registry import PluginError, Registry, UnknownPlugin
 from localrag.retrieve import get_strategy, strategy_names
 from localrag.retrieve.base import STRATEGIES
@@ -206,3 +208,11 @@ def test_a_plugin_strategy_that_declares_it_needs_a_model_gets_it(notes_index, c
     assistant = Assistant(notes_index)
     result = assistant.ask("Which river runs through Orlinsford?", strategy="asks", answer=False)
     assert result.retrieval.passages and counting_backend.built == 1 and len(seen) == 1
+
+
+def test_a_plugin_backend_counts_as_a_given_model_for_auto_choices():
+    settings = Settings()
+    settings.llm.backend = "my-server"
+    assert resolve_extractor(settings) == ("llm+rules", "auto: a model was given")
+    size = model_size(settings.llm)
+    assert size.params == 0 and size.source.startswith("unknown: a served model")

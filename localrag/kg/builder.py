@@ -50,7 +50,7 @@ def resolve_extractor(settings: Settings, given_llm: bool = False) -> tuple[str,
     chosen = settings.index.extractor
     if chosen != "auto":
         return chosen, "configured"
-    if given_llm or settings.llm.url:
+    if given_llm or factory.backend_for(settings.llm, "index")[0] != "llamacpp":
         return "llm+rules", "auto: a model was given"
     try:
         choice = discover(settings.llm.index_model or settings.llm.model)

@@ -98,7 +98,7 @@ def model_size(settings: LLMSettings) -> ModelSize:
     if settings.params > 0:
         name = settings.url_model or (Path(settings.model).stem if settings.model else "the model")
         return ModelSize(settings.params, format_params(settings.params), name, "llm.params setting")
-    if settings.url:
+    if settings.url or settings.backend not in ("", "llamacpp"):
         return ModelSize(0, "", settings.url_model or "served model",
                          "unknown: a served model (set llm.params to its parameter count)")
     try:
