@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from localrag_bench.cli_tools import command, register_tools
+from localrag_bench.cli_tools import add_question_set_options, command, register_tools
 
 # kept in step with localrag_bench.rounds (not imported here: it loads the whole pipeline); a test checks it
 ROUND_NAMES = ("first", "same", "similar", "different", "different-nomem")
@@ -50,14 +50,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "With --rounds: the memory protocol of ReMindRAG (same / similar / different questions) over one index.",
         epilog=ROUNDS_HELP, formatter_class=_KeepLayoutFormatter,
     )
-    p.add_argument("--data", metavar="DIR", help="data set folder with corpus.jsonl and questions.jsonl")
-    p.add_argument("--notes", metavar="DIR", help="a real notes folder instead of --data (mirrored into --work, "
-                   "never indexed in place); needs --questions")
-    p.add_argument("--questions", metavar="FILE", help="with --notes: JSONL of id, question, gold_notes (note paths "
-                   "relative to DIR); recall@k counts notes, e.g. bench_data/dendron-vault/questions.jsonl")
+    add_question_set_options(p)
     p.add_argument("--strategy", metavar="S[,S2...]",
                    help="strategies, comma-separated (default: dense,lexical,hybrid; with --rounds: neuropath)")
-    p.add_argument("--ids", metavar="FILE", help="question ids to ask, one a line (e.g. DIR/dev_ids.txt)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N questions (after --ids)")
     p.add_argument("--answer", action="store_true",
                    help="also answer with the LLM and score EM/F1: the answer by question shape (grammar-constrained "

@@ -24,6 +24,16 @@ def command(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def add_question_set_options(p: argparse.ArgumentParser) -> None:
+    """Where the questions come from: a data set folder, or a real notes folder with a questions file."""
+    p.add_argument("--data", metavar="DIR", help="data set folder with corpus.jsonl and questions.jsonl")
+    p.add_argument("--notes", metavar="DIR", help="a real notes folder instead of --data (mirrored into --work, "
+                   "never indexed in place); needs --questions")
+    p.add_argument("--questions", metavar="FILE", help="with --notes: JSONL of id, question, gold_notes (note paths "
+                   "relative to DIR); recall@k counts notes, e.g. bench_data/dendron-vault/questions.jsonl")
+    p.add_argument("--ids", metavar="FILE", help="question ids to ask, one a line (e.g. DIR/dev_ids.txt)")
+
+
 def register_tools(bench_sub: argparse._SubParsersAction) -> None:
     _register_extraction(bench_sub)
     _register_fusion(bench_sub)
@@ -74,10 +84,7 @@ def _register_fusion(bench_sub: argparse._SubParsersAction) -> None:
         "is computed once too, and every read-out damping and weighting of the three lists is scored without "
         "retrieving again; --json keeps every configuration's recall for `bench fusion choose`. The index is the "
         "one `localrag bench` built for the same data (same cache folder).")
-    f.add_argument("--data", metavar="DIR", help="data set folder")
-    f.add_argument("--notes", metavar="DIR", help="a notes folder (with --questions) instead of --data")
-    f.add_argument("--questions", metavar="FILE", help="with --notes: the questions JSONL")
-    f.add_argument("--ids", metavar="FILE", help="question ids to ask, one a line")
+    add_question_set_options(f)
     f.add_argument("--rrf-k", default="1,3,5,8,10,12,15,20,30,60", help="comma-separated RRF constants to try")
     f.add_argument("--work", metavar="DIR", help="the bench work dir (default: the data set's cache folder)")
     f.add_argument("--graph", action="store_true", help="sweep the `graph` fusion (dampings, weights, RRF constant)")
