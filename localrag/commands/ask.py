@@ -10,9 +10,7 @@ from rich.markup import escape
 
 from localrag.commands.common import UsageError, UserError, check_strategy, console, err_console, settings_from
 from localrag.commands.sessions import add_session_options, open_conversation
-from localrag.store.lock import LockBusy
 from localrag.commands.trace_view import print_trace
-from localrag.answer.events import EvidenceReady, FirstToken
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -42,6 +40,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def run(args: argparse.Namespace) -> int:
     # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.api import Assistant, Index
+    from localrag.store.lock import LockBusy
     # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.retrieve.filters import FilterError, parse_where
 
@@ -98,12 +97,16 @@ class ProgressPrinter:
     """Each step on stderr while it runs (elapsed seconds first); the evidence on stdout, before the answer."""
 
     def __init__(self, show_steps: bool = True):
+        # loaded on use: the event types import the strategies' modules (numpy, SQLite), kept out of `localrag --help`
+        from localrag.answer import events
+
         self.show_steps = show_steps
+        self._events = events
 
     def __call__(self, event) -> None:
-        if self.show_steps and not isinstance(event, FirstToken):
+        if self.show_steps and not isinstance(event, self._events.FirstToken):
             err_console.print(f"[dim]{event.elapsed_s:6.2f} s  {escape(event.label())}[/]")
-        if isinstance(event, EvidenceReady):
+        if isinstance(event, self._events.EvidenceReady):
             print_evidence(event.quotes)
             sys.stdout.flush()
 

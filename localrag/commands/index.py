@@ -9,7 +9,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from localrag.commands.common import add_folder, console, err_console, settings_from
 from localrag.kg.extractors import EXTRACTORS
-from localrag.store.lock import LockBusy
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -88,6 +87,9 @@ GRAPH_LOCK_WAIT_S = 5.0
 
 
 def _graph_phase(index, quiet: bool) -> None:
+    # loaded on use: the store (numpy, SQLite) stays out of `localrag --help`
+    from localrag.store.lock import LockBusy
+
     with progress_bar(quiet) as bar:
         task = bar.add_task("graph", total=None, rate="")
 
