@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localrag.commands.common import UserError
-from localrag.retrieve.hybrid import rrf
+from localrag.retrieve.fusion import rrf
 from localrag_bench.data import Dataset, Question, default_work_dir, doc_id_of, load_dataset
 from localrag_bench.graph_sweep import Grid, choose, write_json
 from localrag_bench.graph_sweep import sweep as graph_sweep

@@ -142,7 +142,7 @@ def test_bm25_reference_ranks_by_term_weight(tmp_path):
 
 # -- hybrid fusion constant -------------------------------------------------------
 def test_small_rrf_k_lets_a_passage_first_in_one_list_beat_one_tenth_in_both():
-    from localrag.retrieve.hybrid import rrf
+    from localrag.retrieve.fusion import rrf
 
     dense = [(1, 0.0)] + [(100 + i, 0.0) for i in range(8)] + [(7, 0.0)]  # 7 is 10th in both lists
     lexical = [(2, 0.0)] + [(200 + i, 0.0) for i in range(8)] + [(7, 0.0)]

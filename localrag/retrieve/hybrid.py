@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
-from localrag.retrieve.fusion import RRF_K, LexicalBeside, Ranking, rrf  # rrf is imported from here by older callers too
+from localrag.retrieve.fusion import RRF_K, LexicalBeside, Ranking, rrf
 from localrag.trace import TraceEvent
 
 _LEXICAL = LexicalBeside("localrag-bm25")

@@ -13,7 +13,8 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
-from localrag.retrieve.hybrid import hybrid_ranked, rrf
+from localrag.retrieve.fusion import rrf
+from localrag.retrieve.hybrid import hybrid_ranked
 from localrag.retrieve.neuropath.events import CompletionGraph, CompletionStep
 from localrag.retrieve.neuropath.paths import path_docs
 from localrag.retrieve.neuropath.tracking import TrackState

@@ -41,7 +41,7 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
-from localrag.retrieve.hybrid import rrf
+from localrag.retrieve.fusion import rrf
 from localrag.trace import FallbackStep
 
 DEVIATIONS = [
