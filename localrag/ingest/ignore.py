@@ -21,12 +21,26 @@ VAULT_DEFAULTS = (".obsidian/", ".trash/", ".git/", ".localrag/", ".logseq/", "l
 def folder_patterns(root: Path, configured: list[str]) -> list[str]:
     """Every pattern in force for ``root``: the built-in ones, ``index.ignore``, then ``.localragignore``
     (blank lines and # comments skipped, ``!pattern`` re-includes, as in .gitignore)."""
-    patterns = list(VAULT_DEFAULTS) + list(configured)
+    try:
+        st = (root / IGNORE_FILE).stat()
+        version = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        version = None
+    # the watcher asks on every file event: the file is read again only when it changed
+    return list(_patterns(root, tuple(configured), version))
+
+
+@lru_cache(maxsize=32)
+def _patterns(root: Path, configured: tuple[str, ...], version: tuple[int, int] | None) -> tuple[str, ...]:
+    patterns = VAULT_DEFAULTS + configured
+    if version is None:
+        return patterns
     try:
         text = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return patterns
-    return patterns + [line.rstrip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return patterns + tuple(line.rstrip() for line in text.splitlines()
+                            if line.strip() and not line.lstrip().startswith("#"))
 
 
 @lru_cache(maxsize=32)
