@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from localrag.answer import EMPTY_ANSWER, Answer
 from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_event
+from localrag.answer.compare import has_body
 from localrag.answer.flow import Composed, compose
 from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution, Turn
 from localrag.config import Settings
@@ -25,13 +26,13 @@ from localrag.llm.base import RecordingLLM
 from localrag.llm import factory  # called as factory.make_llm: tests replace it there
 from localrag.llm.model_info import ModelSize, format_params, model_size
 from localrag.llm.prompts_chat import question_with_resolution
-from localrag.records import LLMCallRecord, Retrieval, SkippedFile, Trace, observe_steps
+from localrag.records import LLMCallRecord, Passage, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
 from localrag.retrieve.neuropath.events import MemoryAnswerStep
 from localrag.store import Store
 from localrag.store.connection import database_error_message
 from localrag.store.lock import writer_lock
-from localrag.store.vault import PassageFilter
+from localrag.store.vault import PassageFilter, link_key
 from localrag.trace import FeedbackStep, MemoryEvent, TraceEvent
 
 if TYPE_CHECKING:
@@ -102,6 +103,16 @@ class Index:
         """The walk matrix saved at the graph's current version: after a sync that removed or
         changed passages, a new process then loads it as it is."""
         save_entity_graph(self.store)
+
+    def note_titled(self, name: str) -> Passage | None:
+        """The first passage of the note titled (or, in a vault, named) ``name``: the note a
+        comparison question names when retrieval did not bring it."""
+        paths = self.store.docs.titled(name) + [n.path for n in self.store.vault.notes_named(link_key(name))]
+        for path in dict.fromkeys(paths):
+            opening = next((p for p in self.store.docs.passages_of(path) if has_body(p.text)), None)
+            if opening is not None:
+                return opening
+        return None
 
     def check_health(self, force: bool = False) -> "HealthCheck":
         """SQLite's quick_check when damage is suspected or the periodic check is due (``force``: always);
@@ -283,6 +294,7 @@ class Assistant:
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
             mode=request.mode or ("free" if request.short else None), short_prompt=request.short,
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
+            lookup=self.index.note_titled,
         )
         # an abstention learns nothing: memory is written only for an answer that stands
         if retrieval.on_answer is not None and composed.text and not composed.abstained:
@@ -321,6 +333,7 @@ class Assistant:
                 setattr(result, key, getattr(composed, key))
             result.choices = len(composed.choices) if composed.choices else 0
             result.choice_texts = composed.choices.texts if composed.choices else ()
+            result.decided = composed.decided
         return result
 
     def _forget(self, qid: int | None) -> None:

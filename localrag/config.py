@@ -206,10 +206,14 @@ class AnswerSettings:
     mode: str = "free"
     evidence_shown: int = 3  # best evidence sentences shown with path:line
     prompt_sentences: int = 6  # evidence sentences the short-answer prompt quotes
-    span_sentences: int = 6  # sentences whose entity / date / number spans are candidates
-    ngram_sentences: int = 3  # sentences whose word n-grams are candidates
+    span_sentences: int = 10  # sentences whose entity / date / number spans are candidates
+    ngram_sentences: int = 6  # sentences whose word n-grams are candidates
     max_ngram: int = 4
-    max_choices: int = 400  # spans offered to the grammar, at most
+    # spans offered to the grammar: the best by the no-model ranking (localrag/answer/prior.py)
+    max_choices: int = 8
+    # a comparison ("which came out first, X or Y?") whose dates the notes give is answered from them,
+    # without the model (localrag/answer/compare.py)
+    decide_comparisons: bool = True
     # abstain without asking the model when the best evidence sentence is less similar than this
     # (cosine, MiniLM); 0 = never. 0.46: the largest threshold that abstains on at most 10 % more
     # answerable HotpotQA dev questions (5 %), for 15 % of the same questions with gold dropped;

@@ -65,13 +65,13 @@ def answer_table(result: BenchResult) -> Table:
     if result.abstain_below:
         title += f", abstain below {result.abstain_below:g}"
     table = Table(title=title, title_justify="left")
-    for name in ("strategy", "type", "n", "EM", "random EM", "free EM", "F1", "free F1", "gold in evidence",
+    for name in ("strategy", "type", "n", "EM", "random EM", "no-model EM", "free EM", "F1", "free F1", "gold in evidence",
                  "… when R@5=1", "abstained", "evidence p50/p95 ms", "1st token p50/p95 ms", "total p50/p95 ms"):
         table.add_column(name, justify="left" if name in ("strategy", "type") else "right")
     for s in result.summaries:
         for a in s.answers:
             table.add_row(escape(_label(s)), a.question_type, str(a.questions), _fmt(a.em), _fmt(a.random_em),
-                          _fmt(a.free_em), _fmt(a.f1), _fmt(a.free_f1), _fmt(a.gold_in_evidence),
+                          _fmt(a.ranked_em), _fmt(a.free_em), _fmt(a.f1), _fmt(a.free_f1), _fmt(a.gold_in_evidence),
                           _fmt(a.gold_in_evidence_r5), _fmt(a.abstained), f"{_ms(a.evidence_ms_p50)} / {_ms(a.evidence_ms_p95)}",
                           f"{_ms(a.first_token_ms_p50)} / {_ms(a.first_token_ms_p95)}", f"{_ms(a.ms_p50)} / {_ms(a.ms_p95)}",
                           style="bold" if a.question_type == "all" else None)
@@ -80,14 +80,15 @@ def answer_table(result: BenchResult) -> Table:
 
 def markdown_answers(results: Sequence[BenchResult]) -> str:
     """The answers table of result files, for docs/benchmarks.md (the "all" row of each strategy)."""
-    lines = ["| dataset | strategy | model | n | EM (constrained) | random-choice EM | free EM | F1 | gold in evidence "
-             "(R@5=1) | abstained | evidence p50 ms | 1st token p50 ms | total p50 ms |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| dataset | strategy | model | n | EM (constrained) | random-choice EM | no-model EM | free EM | F1 | "
+             "gold in evidence (R@5=1) | abstained | evidence p50 ms | 1st token p50 ms | total p50 ms |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         model = r.model.rsplit("/", 1)[-1] if r.model else ""
         for s in r.summaries:
             for a in s.answers[:1]:
                 lines.append(f"| {r.dataset} | {_label(s)} | {model} | {a.questions} | {_fmt(a.em)} | {_fmt(a.random_em)} | "
+                             f"{_fmt(a.ranked_em)} | "
                              f"{_fmt(a.free_em)} | {_fmt(a.f1)} | {_fmt(a.gold_in_evidence_r5)} | {_fmt(a.abstained)} | "
                              f"{_ms(a.evidence_ms_p50)} | {_ms(a.first_token_ms_p50)} | {_ms(a.ms_p50)} |")
     return "\n".join(lines)

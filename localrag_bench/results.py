@@ -58,6 +58,9 @@ class QuestionRecord:
     choices: int = 0  # spans the grammar admitted
     random_prediction: str = ""  # a uniformly random choice among them (seeded by question id)
     random_em: float | None = None
+    ranked_prediction: str = ""  # the best choice by the no-model ranking: the answer without the model's pick
+    ranked_em: float | None = None
+    decided: bool = False  # a comparison the notes' dates decided (no model call)
     free_answer: str = ""  # the old free generation (short prompt), on the same retrieval
     free_prediction: str = ""
     free_em: float | None = None
@@ -86,6 +89,7 @@ class AnswerFigures:
     em: float | None  # constrained (by question shape)
     f1: float | None
     random_em: float | None  # the same constraint, a uniformly random choice
+    ranked_em: float | None  # the same constraint, the no-model ranking's first choice
     free_em: float | None  # the old free generation
     free_f1: float | None
     gold_in_evidence: float | None
@@ -110,7 +114,8 @@ def answer_figures(rows: list[QuestionRecord], question_type: str) -> AnswerFigu
     ft50, ft95 = _pcts([r.first_token_ms for r in rows])
     return AnswerFigures(
         question_type, len(rows), mean(r.em for r in rows), mean(r.f1 for r in rows),
-        mean(r.random_em for r in rows), mean(r.free_em for r in rows), mean(r.free_f1 for r in rows),
+        mean(r.random_em for r in rows), mean(r.ranked_em for r in rows), mean(r.free_em for r in rows),
+        mean(r.free_f1 for r in rows),
         mean(None if r.gold_in_evidence is None else float(r.gold_in_evidence) for r in rows),
         mean(None if r.gold_in_evidence is None else float(r.gold_in_evidence) for r in full),
         sum(1 for r in rows if r.abstained) / max(len(rows), 1), ev50, ev95, ft50, ft95,

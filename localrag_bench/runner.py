@@ -175,6 +175,9 @@ def _score_answer(record: QuestionRecord, result: Answer, question: Question) ->
     if result.choice_texts:
         record.random_prediction = random.Random(question.id).choice(result.choice_texts)
         record.random_em = exact_match(record.random_prediction, question.answers)
+        record.ranked_prediction = next((t for t in result.choice_texts if t != NOT_IN_NOTES), NOT_IN_NOTES)
+        record.ranked_em = exact_match(record.ranked_prediction, question.answers)
+    record.decided = bool(result.decided)
 
 
 def _free_answer(assistant: Assistant, record: QuestionRecord, result: Answer, question: Question) -> None:

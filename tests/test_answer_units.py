@@ -124,8 +124,14 @@ def test_real_llama_grammar_parser_accepts_the_grammar():
 
 def test_choices_by_shape():
     evidence = _evidence(["The spice in this loaf is cardamom, added on 3 March 2021.", "Otto Kallendar owns it."])
-    spans = build_choices("Which spice goes into the loaf?", classify("Which spice goes into the loaf?"), evidence)
+    spans = build_choices("Which spice goes into the loaf?", classify("Which spice goes into the loaf?"), evidence,
+                          max_choices=50)
     assert "cardamom" in spans and "3 March 2021" in spans and "Otto Kallendar" in spans
+    best = build_choices("Which spice goes into the loaf?", classify("Which spice goes into the loaf?"), evidence)
+    assert best.texts[0] == "cardamom", "the noun the question asks for is named next to it: ranked first"
+    assert len(best) == 9 and best.texts[-1] == NOT_IN_NOTES, "the best 8 spans, then not in your notes"
+    when = build_choices("When was it added?", classify("When was it added?"), evidence)
+    assert when.texts[0] == "3 March 2021", "a date answers a when question"
     assert "loaf" not in spans, "words of the question are not answers"
     assert spans.source["cardamom"].plain.startswith("The spice")
     yesno = build_choices("Is it cardamom?", classify("Is it cardamom?"), evidence)

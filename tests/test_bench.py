@@ -99,13 +99,20 @@ def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
     qs = spec.dataset.questions[:3]
     script = {qs[0].question: f"Answer: {qs[0].answers[0]} [1]", qs[1].question: "Answer: certainly not that [2]"}
     # no evidence threshold: every question reaches the (scripted) model
-    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0, "answer.mode": "shape"},
+    # comparisons left to the model here: this counts the model's calls (decided ones make none, below)
+    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0,
+                                                               "answer.mode": "shape", "answer.decide_comparisons": False},
                                 env={}))
     try:
         records = run_questions(Assistant(index, llm=answers_by_question(script)), qs, "hybrid", RunOptions(answer=True),
                                 round_label="round-1")
+        index.settings.answer.decide_comparisons = True
+        decided = run_questions(Assistant(index, llm=answers_by_question(script)), qs[:1], "hybrid",
+                                RunOptions(answer=True, free_too=False))[0]
     finally:
         index.close()
+    # "Are both Cupid The Cowpuncher and Hashimura Togo from the same country?": both notes say American
+    assert decided.decided and decided.llm_calls == 0 and decided.prediction == "yes" and decided.em == 1.0
     right, wrong, failed = records
     # the old free generation, side by side on the same retrieval
     assert right.free_prediction == qs[0].answers[0] and right.free_em == 1.0 and right.free_f1 == 1.0

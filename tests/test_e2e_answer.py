@@ -55,6 +55,10 @@ def test_citation_parsing():
     assert cited_numbers("A [2] and [1][2] and [9]", 3) == [2, 1]
     assert strip_invalid_citations("x [7] y [1]", 3) == "x  y [1]"
     assert short_answer("Thought: blah.\nAnswer: Velkra [1].") == "Velkra"
+    # a small model cites by location and announces its answer: neither is part of it (scored fairly)
+    assert short_answer("Sandra Miju Oh (505.md:1-3)") == "Sandra Miju Oh"
+    assert short_answer("The answer is: Yasue Sato (812.md:3-3)") == "Yasue Sato"
+    assert short_answer("Rye (the grain) is used") == "Rye (the grain) is used"
 
 
 def test_inferred_citation_when_model_gives_no_marker():

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 ABSTAIN_TEXT = "Not in your notes: nothing retrieved answers this. The closest passages are listed below."
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
-_AFTER_ANSWER = re.compile(r"answer\s*:\s*(.*)", re.I | re.S)
+_AFTER_ANSWER = re.compile(r"answer(?:\s+is)?\s*:\s*(.*)", re.I | re.S)
+_LOCATION = re.compile(r"\s*\((?:[^()\s]+\.\w+:\d+(?:-\d+)?[,;\s]*)+\)")  # "(505.md:1-3)": a citation, not the answer
 
 
 @dataclass
@@ -62,7 +63,8 @@ class Answer:
     abstained: bool = False
     abstain_reason: str = ""
     choices: int = 0  # how many spans the grammar admitted
-    choice_texts: tuple[str, ...] = ()  # the spans themselves (the bench draws its random baseline from them)
+    choice_texts: tuple[str, ...] = ()  # the spans themselves, best first (the bench draws its random baseline from them)
+    decided: str = ""  # a comparison the notes' dates decided without the model: how ("X 1937 vs Y 1941")
     unsupported: list[str] = field(default_factory=list)  # open-answer sentences without a valid citation
     evidence_ms: float | None = None  # since the question was asked
     first_token_ms: float | None = None
@@ -96,6 +98,7 @@ class Answer:
             "abstained": self.abstained,
             "abstain_reason": self.abstain_reason,
             "answer_sentence": self.span_sentence.to_json() if self.span_sentence else None,
+            "decided_without_model": self.decided,
             "evidence": [e.to_json() for e in self.shown_evidence],
             "unsupported_sentences": self.unsupported,
             # cited: the answer refers to them; given: shown to the model as context only
@@ -190,7 +193,7 @@ def short_answer(text: str) -> str:
     """The bare answer for EM/F1: after 'Answer:' if present, citations and trailing dots removed."""
     m = _AFTER_ANSWER.search(text)
     core = m.group(1) if m else text
-    core = _CITE.sub("", core).strip().splitlines()[0] if core.strip() else ""
+    core = _LOCATION.sub("", _CITE.sub("", core)).strip().splitlines()[0] if core.strip() else ""
     return core.strip().rstrip(".").strip()
 
 

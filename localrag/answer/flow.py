@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 from localrag.answer import (
     ABSTAIN_TEXT, Citation, build_citations, checked_reply, prompt_passages,
 )
-from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence
+from localrag.answer.compare import NoteLookup
+from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence, split_units
 from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
 from localrag.answer.shape import Shape, classify
 from localrag.answer.spans import NOT_IN_NOTES, Choices, build_choices, sentence_for
@@ -26,7 +27,8 @@ from localrag.embed import Embedder
 from localrag.llm.base import LLM, Message, TokenSink
 from localrag.llm.prompts import answer_messages, short_span_messages
 from localrag.llm.prompts_chat import with_history
-from localrag.records import Retrieval
+from localrag.kg.spans import clean_markup
+from localrag.records import Passage, Retrieval
 
 SHORT_MAX_TOKENS = 48
 _CITE = re.compile(r"\[(\d{1,3})\]")
@@ -47,6 +49,7 @@ class Composed:
     abstain_reason: str = ""
     choices: Choices | None = None
     unsupported: list[str] = field(default_factory=list)
+    decided: str = ""  # how the notes' dates decided a comparison without the model ("" = not decided so)
     evidence_ms: float = 0.0  # since the question was asked
     first_token_ms: float | None = None
     answer_ms: float = 0.0  # the answer step alone (model call included)
@@ -80,13 +83,16 @@ def unsupported_sentences(text: str, limit: int) -> list[str]:
 def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, retrieval: Retrieval,
             settings: AnswerSettings, *, n_passages: int, max_tokens: int, since: float,
             emit: Callable[[AskEvent], None], mode: str | None = None, short_prompt: bool = False,
-            on_token: TokenSink | None = None, history: Sequence[Message] = ()) -> Composed:
+            on_token: TokenSink | None = None, history: Sequence[Message] = (),
+            lookup: NoteLookup | None = None) -> Composed:
     """The answer for ``question`` (``since``: perf_counter when it was asked, for elapsed times;
-    ``history``: earlier turns of a conversation, placed before the passages of an open answer)."""
+    ``history``: earlier turns of a conversation, placed before the passages of an open answer;
+    ``lookup``: a note by its title, for the notes a comparison question names)."""
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
     evidence = rank_evidence(embedder, question, passages, facts=path_facts(retrieval))
     evidence_ms = (time.perf_counter() - since) * 1000
-    weak = settings.abstain_below > 0 and (not evidence or evidence[0].score < settings.abstain_below)
+    best = max((e.score for e in evidence), default=0.0)
+    weak = settings.abstain_below > 0 and (not evidence or best < settings.abstain_below)
     emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=weak,
                        quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))
     shape = classify(question)
@@ -95,14 +101,14 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     started = time.perf_counter()
     out = Composed("", [], evidence, shape, kind, evidence_ms=evidence_ms)
     if weak and mode != "free":
-        _abstain(out, passages, f"the best evidence sentence scores {evidence[0].score:.2f} < "
+        _abstain(out, passages, f"the best evidence sentence scores {best:.2f} < "
                  f"answer.abstain_below {settings.abstain_below:g}" if evidence else "no evidence sentences")
     else:
         first = _FirstToken(on_token, emit, since)
-        llm = llm_factory()
         if kind == "short":
-            _short(out, llm, question, settings, passages, first, emit, since)
+            _short(out, llm_factory, question, settings, passages, first, emit, since, lookup)
         else:
+            llm = llm_factory()
             emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape=kind, choices=0))
             given = prompt_passages(retrieval, n_passages)
             reply = llm.chat(with_history(answer_messages(question, given, short=short_prompt), history), max_tokens=max_tokens,
@@ -123,17 +129,27 @@ def _abstain(out: Composed, passages: list, reason: str) -> None:
     out.citations = [Citation(i, p, cited=False) for i, p in enumerate(passages, start=1)]
 
 
-def _short(out: Composed, llm: LLM, question: str, settings: AnswerSettings, passages: list,
-           first: _FirstToken, emit: Callable[[AskEvent], None], since: float) -> None:
+def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, settings: AnswerSettings, passages: list,
+           first: _FirstToken, emit: Callable[[AskEvent], None], since: float,
+           lookup: NoteLookup | None) -> None:
     evidence = out.evidence
-    choices = build_choices(question, out.shape, evidence, span_sentences=settings.span_sentences,
+    choices = build_choices(question, out.shape, evidence, passages, lookup, span_sentences=settings.span_sentences,
                             ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
                             max_choices=settings.max_choices, offer_abstain=settings.offer_abstain)
     out.choices = choices
     emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="short", choices=len(choices)))
+    if choices.decision is not None and settings.decide_comparisons:
+        # the notes' own dates decided it: a model could only add a coin toss (docs/benchmarks.md "Answers")
+        decision = choices.decision
+        first(decision.answer)
+        out.decided = decision.detail
+        out.notes.append(f"answer: decided from the notes without the model ({decision.detail})")
+        _give(out, decision.answer, choices, passages, decision.passage)
+        return
     quotes = [e.plain for e in evidence[:settings.prompt_sentences]]
-    reply = llm.chat(short_span_messages(question, quotes), choices=list(choices.texts),
-                     max_tokens=SHORT_MAX_TOKENS, phase="answer", on_token=first)
+    offered = [t for t in choices.texts if t != NOT_IN_NOTES]
+    reply = llm_factory().chat(short_span_messages(question, quotes, offered), choices=list(choices.texts),
+                               max_tokens=SHORT_MAX_TOKENS, phase="answer", on_token=first)
     pick = _match_choice(reply.text, choices)
     if pick is None:
         out.notes.append(f"answer: the model's reply {reply.text.strip()[:60]!r} is none of the {len(choices)} "
@@ -142,15 +158,36 @@ def _short(out: Composed, llm: LLM, question: str, settings: AnswerSettings, pas
     if pick == NOT_IN_NOTES:
         _abstain(out, passages, "the model chose 'not in your notes'")
         return
+    _give(out, pick, choices, passages)
+
+
+def _give(out: Composed, pick: str, choices: Choices, passages: list, decided_by: Passage | None = None) -> None:
+    """The short answer, its sentence and its citation (the deciding note is cited even if not retrieved)."""
+    evidence = out.evidence
     out.span = pick
     sentence = sentence_for(pick, choices, evidence)
+    if decided_by is not None:
+        sentence = next((e for e in evidence if e.passage.id == decided_by.id), None) or _opening(decided_by)
     out.span_sentence = sentence
-    number = next((i for i, p in enumerate(passages, start=1) if sentence is not None and p.id == sentence.passage.id),
+    given = list(passages)
+    if sentence is not None and all(p.id != sentence.passage.id for p in given):
+        given.append(sentence.passage)
+    number = next((i for i, p in enumerate(given, start=1) if sentence is not None and p.id == sentence.passage.id),
                   None)
     out.text = f"{pick} [{number}]" if number else pick
     first_ids = [number] if number else []
-    out.citations = [Citation(n, passages[n - 1], n in first_ids)
-                     for n in first_ids + [i for i in range(1, len(passages) + 1) if i not in first_ids]]
+    out.citations = [Citation(n, given[n - 1], n in first_ids)
+                     for n in first_ids + [i for i in range(1, len(given) + 1) if i not in first_ids]]
+
+
+def _opening(passage: Passage) -> EvidenceSentence | None:
+    """The first sentence-like unit of a note that decided an answer but was not among the retrieved."""
+    units = [u for u in split_units(passage.text) if u.kind != "heading"]
+    if not units:
+        return None
+    unit = units[0]
+    return EvidenceSentence(unit.text, " ".join(clean_markup(unit.text).split()), passage, 0,
+                            passage.start_line + unit.line_offset, unit.kind, 0.0)
 
 
 def _match_choice(text: str, choices: Choices) -> str | None:

@@ -56,13 +56,14 @@ def _options(question: str) -> tuple[str, ...]:
     if at < 0:
         return ()
     head, tail = body[:at], body[at + 4:]
-    cut = max(head.rfind(","), head.rfind(":"))
+    # a colon cuts only where no comma does: "released earlier, Powerful: Energy For Everyone or …"
+    cut = head.rfind(",") if "," in head else head.rfind(":")
     if cut >= 0:
         lead = head[:cut]
         items = [head[cut + 1:]]
         # "X, Y, or Z": earlier list items sit between commas after the wh-clause
         while True:
-            prev = max(lead.rfind(","), lead.rfind(":"))
+            prev = lead.rfind(",")
             piece = lead[prev + 1:]
             if prev < 0 or _WH.search(piece) or len(piece.split()) > 8:
                 break

@@ -1,9 +1,10 @@
 """The choices a short answer is constrained to, and the grammar that admits exactly them.
 
 Choices: the entity / date / number spans the project already finds (localrag.kg.spans) in
-the best evidence sentences, word n-grams of the very best ones, the options a question
-names ("X or Y"), yes / no, and "not in your notes". The grammar that admits exactly them
-is localrag.llm.grammar's.
+the best evidence sentences and word n-grams of the best ones, ranked without a model
+(localrag.answer.prior) and cut to the best few; the options a question names ("X or Y");
+yes / no; and "not in your notes". The grammar that admits exactly them is
+localrag.llm.grammar's.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from localrag.answer import prior
+from localrag.answer.compare import Decision, NoteLookup, decide_choice, decide_same
 from localrag.answer.evidence import EvidenceSentence
 from localrag.answer.shape import CHOICE, YESNO, Shape
-from localrag.kg.spans import find_spans
+from localrag.records import Passage
 from localrag.llm.grammar import choice_grammar, choice_schema  # noqa: F401 (the constraint, re-exported)
 
 NOT_IN_NOTES = "not in your notes"
@@ -30,8 +33,10 @@ _STOP = frozenset(
 
 @dataclass(frozen=True)
 class Choices:
-    texts: tuple[str, ...]  # what the grammar admits, in offer order
+    texts: tuple[str, ...]  # what the grammar admits, best first by the no-model ranking (localrag.answer.prior)
     source: dict[str, EvidenceSentence] = field(default_factory=dict, compare=False)  # span -> its sentence
+    decision: Decision | None = field(default=None, compare=False)  # a comparison the notes' dates decided
+    offered: int = 0  # candidates found before keeping the best (how many the grammar could have admitted)
 
     def __contains__(self, text: str) -> bool:
         return text in self.texts
@@ -62,45 +67,52 @@ def ngrams(text: str, max_n: int) -> list[str]:
     return out
 
 
-def _in_question(span: str, question_words: set[str]) -> bool:
-    words = _norm_words(span)
-    return bool(words) and all(w in question_words for w in words)
-
-
-def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSentence], *, span_sentences: int = 6,
-                  ngram_sentences: int = 3, max_ngram: int = 4, max_choices: int = 400,
+def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSentence],
+                  passages: Sequence[Passage] = (), lookup: NoteLookup | None = None, *, span_sentences: int = 10,
+                  ngram_sentences: int = 6, max_ngram: int = 4, max_choices: int = 8,
                   offer_abstain: bool = True) -> Choices:
-    """Everything a short answer to ``question`` may be; spans keep the sentence they came from."""
+    """Everything a short answer to ``question`` may be, best first; spans keep the sentence they came from.
+
+    Spans: ranked by localrag.answer.prior, the best ``max_choices`` kept. Options and yes / no: a
+    comparison the notes' dates (or nationalities) decide puts its answer first (``decision``).
+    """
     texts: list[str] = []
     source: dict[str, EvidenceSentence] = {}
+    decision: Decision | None = None
+    offered = 0
 
     def add(text: str, sentence: EvidenceSentence | None = None) -> None:
         text = " ".join(_clean(text).split())
-        if not text or text in source or text in texts or len(text) > 120 or len(texts) >= max_choices:
+        if not text or text in texts or len(text) > 120:
             return
         texts.append(text)
         if sentence is not None:
             source[text] = sentence
 
+    look = lookup or (lambda name: None)
     if shape.qtype == YESNO:
-        add(YES)
-        add(NO)
+        decision = decide_same(question, passages, look)
+        for answer in ([decision.answer] if decision else []) + [YES, NO]:
+            add(answer, _sentence_of(decision.passage, evidence) if decision else None)
+        offered = 2
     elif shape.qtype == CHOICE and shape.options:
-        for option in shape.options:
+        decision = decide_choice(question, shape.options, passages, look)
+        for option in ([decision.answer] if decision else []) + list(shape.options):
             add(option, _first_mentioning(option, evidence))
+        offered = len(shape.options)
     else:
-        question_words = set(_norm_words(question))
-        for sentence in evidence[:span_sentences]:
-            for span in find_spans(sentence.plain):
-                if not _in_question(span.text, question_words):
-                    add(span.text, sentence)
-        for sentence in evidence[:ngram_sentences]:
-            for gram in ngrams(sentence.plain, max_ngram):
-                if not _in_question(gram, question_words):
-                    add(gram, sentence)
+        found = prior.candidates(question, evidence, span_sentences=span_sentences, ngram_sentences=ngram_sentences,
+                                 max_ngram=max_ngram, ngram_stop=_STOP)
+        offered = len(found)
+        for candidate in prior.rank(question, shape, found, evidence)[:max_choices]:
+            add(candidate.text, candidate.sentence)
     if offer_abstain or not texts:
         add(NOT_IN_NOTES)
-    return Choices(tuple(texts), source)
+    return Choices(tuple(texts), source, decision, offered)
+
+
+def _sentence_of(passage: Passage, evidence: Sequence[EvidenceSentence]) -> EvidenceSentence | None:
+    return next((e for e in evidence if e.passage.id == passage.id), None)
 
 
 def _first_mentioning(text: str, evidence: Sequence[EvidenceSentence]) -> EvidenceSentence | None:

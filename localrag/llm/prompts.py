@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 from localrag.llm.base import Message
 
@@ -80,8 +81,10 @@ SHORT_SPAN_SYSTEM = (
 )
 
 
-def short_span_messages(question: str, quotes: list[str]) -> list[Message]:
-    """The constrained short answer: the best evidence sentences, then the question (the grammar does the rest)."""
+def short_span_messages(question: str, quotes: list[str], candidates: Sequence[str] = ()) -> list[Message]:
+    """The constrained short answer: the best evidence sentences, the candidate answers (best first),
+    then the question (the grammar does the rest)."""
     lines = "\n".join(f"- {_escape(' '.join(q.split()))}" for q in quotes)
-    user = f"Quotes from the notes:\n{lines}\n\nQuestion: {question.strip()}\nShort answer:"
+    offered = f"\n\nPossible answers: {'; '.join(_escape(c) for c in candidates)}" if candidates else ""
+    user = f"Quotes from the notes:\n{lines}{offered}\n\nQuestion: {question.strip()}\nShort answer:"
     return [{"role": "system", "content": SHORT_SPAN_SYSTEM}, {"role": "user", "content": user}]

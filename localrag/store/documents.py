@@ -166,6 +166,15 @@ class Documents:
         )
         return [Passage(*r) for r in rows]
 
+    def titled(self, name: str, limit: int = 5) -> list[str]:
+        """Paths of notes titled ``name`` (any case), then of those titled "``name`` (…)"."""
+        exact = [r[0] for r in self.s.query(
+            "SELECT path FROM documents WHERE title = ? COLLATE NOCASE ORDER BY path LIMIT ?", (name, limit))]
+        qualified = [r[0] for r in self.s.query(
+            "SELECT path FROM documents WHERE title >= ? COLLATE NOCASE AND title < ? COLLATE NOCASE "
+            "ORDER BY path LIMIT ?", (f"{name} (", f"{name} )", limit))]
+        return list(dict.fromkeys(exact + qualified))[:limit]
+
     def all_passage_ids(self) -> list[int]:
         return [r[0] for r in self.s.query("SELECT id FROM passages ORDER BY id")]
 

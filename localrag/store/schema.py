@@ -451,6 +451,14 @@ CREATE INDEX query_feedback_text ON query_feedback(text);
 """
 
 
+def _document_titles(dim: int) -> str:
+    """Notes found by their title regardless of case: a comparison question names its notes
+    ("Which film came out earlier, X or Y?") and the answer reads the dates in them."""
+    return """
+CREATE INDEX documents_title ON documents(title COLLATE NOCASE);
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -462,5 +470,6 @@ MIGRATIONS: list[Migration] = [
     Migration(8, "graph_matrix", _graph_matrix),
     Migration(9, "sessions", _sessions),
     Migration(10, "memory_feedback", _memory_feedback),
+    Migration(11, "document_titles", _document_titles),
 ]
 
