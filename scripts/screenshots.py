@@ -30,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DEFAULT_QUESTION = json.loads((REPO / "examples" / "questions.jsonl").read_text().splitlines()[6])["question"]
 DEFAULT_FOLLOWUP = "When was it built?"  # "it": the lighthouse the first answer names
+ABSTAIN_QUESTION = "Who won the 1998 chess olympiad in Elista?"  # nothing in the sample notes says
 PNG_FONT = "DejaVu Sans Mono"  # the SVGs name Fira Code (a web font); offline renderers need a local monospace
 
 
@@ -123,6 +124,17 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
             await wait_for(pilot, lambda: not app.chat.answering, timeout, "the follow-up's answer")
             await pilot.pause(0.5)
             shot("followup")
+        # a question the notes do not answer: "not in your notes", the closest passages, no memory written
+        await pilot.press("ctrl+n")  # a new conversation: the question stands alone
+        box = app.query_one("#question")
+        box.focus()
+        box.value = ABSTAIN_QUESTION
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.chat.answering, 10, "the unanswerable question to be taken")
+        await wait_for(pilot, lambda: not app.chat.answering, timeout, "the abstention")
+        await pilot.pause(0.5)
+        shot("abstain")
     timings["shots"] = len(shots)
     return timings
 

@@ -36,3 +36,20 @@ def test_bf16_vectors_match_fp32_and_are_unit_length():
     # and the neighbours are the same: the ranking of the texts against one query agrees
     q32 = MiniLMEmbedder(precision="fp32").encode_one("who restored the lighthouse")
     assert np.argsort(-(fp32 @ q32)).tolist() == np.argsort(-(bf16 @ q32)).tolist()
+
+
+def test_numpy_forward_pass_gives_the_same_vectors_without_torch():
+    """A new process embeds its question with numpy (localrag/embed_numpy.py): the same vectors as
+    sentence-transformers, and torch is not loaded for it."""
+    texts = ["Where was the director of film Emile The African born?", "Rosalind Achterberg", "cardamom",
+             "Ünïcode and punctuation: (1998–2004)!"]
+    fresh = MiniLMEmbedder(precision="fp32")
+    small = fresh.encode(texts)
+    assert not fresh.loaded, "a few short texts never load the torch model"
+    assert small.shape == (4, 384) and np.allclose(np.linalg.norm(small, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(fresh.encode_one(texts[0]), small[0])
+    reference = MiniLMEmbedder(precision="fp32")
+    full = reference._load().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert (small * full).sum(axis=1).min() > 0.99999
+    long_text = " ".join(["word"] * 300)
+    assert not fresh._small().fits([long_text]) and not fresh._small().fits(["a"] * 17), "indexing stays on torch"

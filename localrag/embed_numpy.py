@@ -1,0 +1,102 @@
+"""all-MiniLM-L6-v2's forward pass in numpy, for a few short texts: a question, its names.
+
+Why: a new process that asks one question (`localrag ask`, the MCP server's first search)
+spent about 3 s importing torch and sentence-transformers to embed a dozen words
+(docs/benchmarks.md, "Scale"). This reads the same weights from the same package
+(safetensors, memory-mapped, only the rows of the words used) and computes the same
+vectors (cosine > 0.99999 to sentence-transformers', tests/test_embed.py) in milliseconds.
+Long or many texts (indexing) still go through sentence-transformers, which batches them
+on all cores.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from scipy.special import erf
+
+MAX_TEXTS = 16  # more than this (indexing) is sentence-transformers' job
+MAX_TOKENS = 128  # … and so is anything longer
+
+
+class NumpyMiniLM:
+    """The BERT encoder, mean pooling and normalisation of all-MiniLM-L6-v2, read from ``model_dir``."""
+
+    def __init__(self, model_dir: Path):
+        # the fast tokenizer and safetensors' reader are light (no torch); loaded with the first query
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        self._dir = model_dir
+        config = json.loads((model_dir / "config.json").read_text())
+        self.heads = int(config["num_attention_heads"])
+        self.layers = int(config["num_hidden_layers"])
+        self.eps = float(config["layer_norm_eps"])
+        self.window = int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.window)
+        self.tokenizer.no_padding()
+        self._file = safe_open(str(model_dir / "model.safetensors"), framework="np")
+        self._words = self._file.get_slice("embeddings.word_embeddings.weight")
+        self._weights: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def _w(self, name: str) -> np.ndarray:
+        found = self._weights.get(name)
+        if found is None:
+            found = self._weights[name] = self._file.get_tensor(name)
+        return found
+
+    def _norm(self, x: np.ndarray, prefix: str) -> np.ndarray:
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + self.eps) * self._w(prefix + ".weight") + self._w(prefix + ".bias")
+
+    def _dense(self, x: np.ndarray, prefix: str) -> np.ndarray:
+        return x @ self._w(prefix + ".weight").T + self._w(prefix + ".bias")
+
+    def _layer(self, x: np.ndarray, i: int) -> np.ndarray:
+        p = f"encoder.layer.{i}."
+        n, dim = x.shape
+        head = dim // self.heads
+
+        def split(t: np.ndarray) -> np.ndarray:
+            return t.reshape(n, self.heads, head).transpose(1, 0, 2)
+
+        q = split(self._dense(x, p + "attention.self.query"))
+        k = split(self._dense(x, p + "attention.self.key"))
+        v = split(self._dense(x, p + "attention.self.value"))
+        scores = q @ k.transpose(0, 2, 1) / np.sqrt(head)
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        context = (scores / scores.sum(-1, keepdims=True)) @ v
+        context = context.transpose(1, 0, 2).reshape(n, dim)
+        x = self._norm(self._dense(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+        hidden = self._dense(x, p + "intermediate.dense")
+        hidden = 0.5 * hidden * (1.0 + erf(hidden / np.sqrt(2.0)))  # BERT's exact GELU
+        return self._norm(self._dense(hidden, p + "output.dense") + x, p + "output.LayerNorm")
+
+    def encode_text(self, text: str) -> np.ndarray:
+        ids = np.asarray(self.tokenizer.encode(text).ids, dtype=np.int64)
+        with self._lock:
+            rows = {int(i): self._words[int(i):int(i) + 1][0] for i in set(ids.tolist())}  # only the rows used
+            x = (np.stack([rows[int(i)] for i in ids])
+                 + self._w("embeddings.position_embeddings.weight")[:len(ids)]
+                 + self._w("embeddings.token_type_embeddings.weight")[0])
+            x = self._norm(x.astype(np.float32), "embeddings.LayerNorm")
+            for i in range(self.layers):
+                x = self._layer(x, i)
+        pooled = x.mean(0)
+        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+
+    def fits(self, texts: Sequence[str]) -> bool:
+        """Few and short enough that this is the faster way (no torch to import)."""
+        if len(texts) > MAX_TEXTS:
+            return False
+        return all(len(e.ids) <= MAX_TOKENS for e in self.tokenizer.encode_batch(list(texts)))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.encode_text(t) for t in texts]) if texts else np.zeros((0, 384), dtype=np.float32)

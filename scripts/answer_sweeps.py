@@ -1,0 +1,140 @@
+"""Sweeps behind the answer constants (issue 14), on a benchmark set's own index, no model call.
+
+    python scripts/answer_sweeps.py evidence --data DIR [--ids FILE] [--limit N] [--strategy graph]
+    python scripts/answer_sweeps.py abstain --data DIR [--ids FILE] [--limit N] [--strategy graph]
+
+evidence: for each bridge bonus / sentences per note / diversity margin, how many questions
+whose recall@5 is 1 have a gold answer in the three shown sentences (the order of
+localrag.answer.evidence.order_evidence).
+abstain: for each rule "the question's names are (not) in the retrieved notes" x "best
+evidence cosine < t", the share of questions abstained on, answerable and with every
+asked question's gold passages dropped from the corpus (the second index is built once,
+in its own cache folder, as `bench --drop-gold` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from localrag.answer.evidence import EvidenceSentence, linked_passages, path_facts, rank_evidence  # noqa: E402
+from localrag.api import Assistant  # noqa: E402
+from localrag.kg.spans import find_spans  # noqa: E402
+from localrag.records import Passage  # noqa: E402
+from localrag_bench.data import Question, load_dataset  # noqa: E402
+from localrag_bench.metrics import recall_at_k  # noqa: E402
+from localrag_bench.runner import BenchSpec, RunOptions, gold_in_evidence, open_index  # noqa: E402
+
+
+@dataclass
+class Asked:
+    question: Question
+    passages: list[Passage]
+    evidence: list[EvidenceSentence]  # by cosine, best first
+    recall5: float | None
+
+
+def retrieve_all(data: str, ids: str | None, limit: int | None, strategy: str, drop_gold: bool) -> list[Asked]:
+    dataset = load_dataset(data, ids, limit)
+    spec = BenchSpec(dataset, [strategy], RunOptions(drop_gold=drop_gold))
+    index, _, _ = open_index(spec, [strategy])
+    try:
+        assistant = Assistant(index)
+        out = []
+        for q in dataset.questions:
+            retrieval = assistant.retrieve(q.question, strategy, 10)
+            passages = [sp.passage for sp in retrieval.passages[:5]]
+            ranked = sorted(rank_evidence(index.embedder, q.question, passages, facts=path_facts(retrieval)),
+                            key=lambda e: -e.score)
+            docs = list(dict.fromkeys(d for d in (dataset.doc_of(sp.passage.path) for sp in retrieval.passages)
+                                      if d is not None))
+            out.append(Asked(q, passages, ranked, recall_at_k(docs, q.gold_doc_ids, 5)))
+        return out
+    finally:
+        index.close()
+
+
+def _shown(question: str, ranked: list[EvidenceSentence], bridge: float, per_note: int, within: float) -> list[str]:
+    linked = linked_passages(question, ranked)
+
+    def adjusted(e: EvidenceSentence) -> float:
+        return e.score + (bridge if e.passage.id in linked else 0.0)
+
+    by_score = sorted(ranked, key=lambda e: -adjusted(e))
+    top = adjusted(by_score[0]) if by_score else 0.0
+    first: list[EvidenceSentence] = []
+    per: dict[int, int] = {}
+    for e in by_score:
+        if len(first) < 3 and per.get(e.passage.id, 0) < per_note and adjusted(e) >= top - within:
+            first.append(e)
+            per[e.passage.id] = per.get(e.passage.id, 0) + 1
+    first += [e for e in by_score if all(e is not f for f in first)][:3 - len(first)]
+    return [e.plain for e in first]
+
+
+def sweep_evidence(asked: list[Asked]) -> None:
+    full = [a for a in asked if a.recall5 == 1.0]
+    print(f"{len(full)} of {len(asked)} questions have recall@5 = 1")
+    print("| bridge | per note | within | gold in the 3 shown (R@5 = 1) |\n|---:|---:|---:|---:|")
+    for bridge, per_note, within in itertools.product([0.0, 0.1, 0.2, 0.3], [1, 2, 3], [0.1, 0.2, 9.0]):
+        hits = [gold_in_evidence(_shown(a.question.question, a.evidence, bridge, per_note, within), a.question.answers)
+                for a in full]
+        scored = [h for h in hits if h is not None]
+        print(f"| {bridge:g} | {per_note} | {within:g} | {sum(scored)}/{len(scored)} = "
+              f"{sum(scored) / max(len(scored), 1):.3f} |")
+
+
+def _key(text: str) -> str:
+    return " ".join(re.sub(r"\([^)]*\)|[^\w\s]", " ", text.lower()).split())
+
+
+def _signals(a: Asked) -> tuple[float, float, float]:
+    """(share of the question's names in the retrieved text, … in their titles, best evidence cosine)."""
+    names = [s.text for s in find_spans(a.question.question) if s.kind in ("name", "quoted", "title", "date", "number")
+             and len(_key(s.text)) > 2]
+    text = " " + " ".join(_key(f"{p.title} {p.text}") for p in a.passages) + " "
+    titles = [_key(p.title) for p in a.passages]
+    in_text = sum(1 for n in names if f" {_key(n)} " in text) / len(names) if names else 1.0
+    in_titles = sum(1 for n in names if any(_key(n) == t for t in titles)) / len(names) if names else 1.0
+    return in_text, in_titles, max((e.score for e in a.evidence), default=0.0)
+
+
+def sweep_abstain(answerable: list[Asked], dropped: list[Asked]) -> None:
+    ok, gone = [_signals(a) for a in answerable], [_signals(a) for a in dropped]
+    print("| names must be in | coverage below | or cosine below | answerable abstained | gold dropped abstained |")
+    print("|---|---:|---:|---:|---:|")
+    for where, c, t in itertools.product(("text", "titles"), [0.0, 0.01, 0.5, 1.0], [0.0, 0.4, 0.45, 0.5, 0.55]):
+        col = 0 if where == "text" else 1
+
+        def abstains(s: tuple[float, float, float]) -> bool:
+            return s[col] < c or s[2] < t
+
+        print(f"| {where} | {c:g} | {t:g} | {sum(map(abstains, ok)) / len(ok):.2f} | "
+              f"{sum(map(abstains, gone)) / len(gone):.2f} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=("evidence", "abstain"))
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--ids")
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--strategy", default="graph")
+    args = ap.parse_args()
+    asked = retrieve_all(args.data, args.ids, args.limit, args.strategy, drop_gold=False)
+    if args.what == "evidence":
+        sweep_evidence(asked)
+    else:
+        sweep_abstain(asked, retrieve_all(args.data, args.ids, args.limit, args.strategy, drop_gold=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
