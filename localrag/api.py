@@ -210,6 +210,15 @@ class Assistant:
         return Resolution("neuropath", f"auto: {size.model} has {size.label} parameters (>= {floor}): NeuroPath, "
                           "starting from the graph fusion")
 
+    def resolve_pick(self) -> str:
+        """``answer.pick = auto``: the model picks short answers from ``answer.pick_min_params`` up;
+        below (SmolLM2-135M: its picks scored under the no-model ranking's first) the ranking does."""
+        pick = self.settings.answer.pick
+        if pick != "auto":
+            return pick
+        size = self.model_size()
+        return "model" if size.known and size.params >= self.settings.answer.pick_min_params else "ranking"
+
     def model_size(self):
         """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""
         inner = self._llm.inner if self._llm is not None else None
@@ -290,7 +299,8 @@ class Assistant:
         """The answer, and what memory learns from its citations."""
         composed = compose(
             self.llm, self.index.embedder, question_with_resolution(asked.question, query), retrieval,
-            self.settings.answer, n_passages=self.settings.neuropath.answer_passages,
+            dataclasses.replace(self.settings.answer, pick=self.resolve_pick()),
+            n_passages=self.settings.neuropath.answer_passages,
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
             mode=request.mode or ("free" if request.short else None), short_prompt=request.short,
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
@@ -333,7 +343,6 @@ class Assistant:
                 setattr(result, key, getattr(composed, key))
             result.choices = len(composed.choices) if composed.choices else 0
             result.choice_texts = composed.choices.texts if composed.choices else ()
-            result.decided = composed.decided
         return result
 
     def _forget(self, qid: int | None) -> None:

@@ -200,10 +200,11 @@ class ConversationSettings:
 class AnswerSettings:
     """How answers are made (localrag/answer/): evidence first, then a short or an open answer."""
 
-    # "shape": short questions get a grammar-constrained span, open ones free text; "free": always free text.
-    # "free" by default: measured (docs/benchmarks.md "Answers"), the constrained span was no better than a
-    # random pick among the allowed spans with SmolLM2 on 2 of 3 sets and worse than free text with Qwen 0.5B
-    mode: str = "free"
+    # "shape": short questions get a span of the evidence (decided by dates, the no-model ranking or the
+    # model under a grammar), open ones free text; "free": always free text. "shape" by default: with
+    # SmolLM2 on 50 dev questions a set its EM is 0.46 / 0.11 / 0.04 against free text's 0.02 / 0.02 / 0.00
+    # (2wiki / HotpotQA / MuSiQue, docs/benchmarks.md "Answers")
+    mode: str = "shape"
     evidence_shown: int = 3  # best evidence sentences shown with path:line
     prompt_sentences: int = 6  # evidence sentences the short-answer prompt quotes
     span_sentences: int = 10  # sentences whose entity / date / number spans are candidates
@@ -214,12 +215,17 @@ class AnswerSettings:
     # a comparison ("which came out first, X or Y?") whose dates the notes give is answered from them,
     # without the model (localrag/answer/compare.py)
     decide_comparisons: bool = True
+    # who picks a short answer among the allowed spans: "model" (grammar-constrained choice), "ranking"
+    # (the first of the no-model ranking, no call), "auto": the model from pick_min_params up (its GGUF
+    # metadata or llm.params; unknown counts as small). Measured: docs/benchmarks.md "Answers"
+    pick: str = "auto"
+    pick_min_params: int = 400_000_000
     # abstain without asking the model when the best evidence sentence is less similar than this
-    # (cosine, MiniLM); 0 = never. 0.46: the largest threshold that abstains on at most 10 % more
-    # answerable HotpotQA dev questions (5 %), for 15 % of the same questions with gold dropped;
-    # 0 % of 20 held-out questions abstained. A weak signal: docs/benchmarks.md "Answers"
-    # Off by default with the free mode; 0.46 is the value chosen for "shape" (set both together)
-    abstain_below: float = 0.0
+    # (cosine, MiniLM); 0 = never. 0.45: the largest threshold that abstains on at most 10 % of the
+    # answerable dev questions of every set (0 / 4 / 8 %, graph retrieval) for 26 / 14 / 26 % of the same
+    # questions with their gold passages dropped (scripts/answer_sweeps.py abstain; docs/benchmarks.md
+    # "Answers"): a weak signal, and no other no-model signal measured did better at that cost
+    abstain_below: float = 0.45
     offer_abstain: bool = True  # "not in your notes" is one of the grammar's choices
 
 
@@ -361,6 +367,8 @@ def load_settings(
         raise ConfigError("remind.zero_jump must be 'reinforce' or 'skip'")
     if settings.conversation.resolver not in {"auto", "rules", "llm", "off"}:
         raise ConfigError("conversation.resolver must be auto, rules, llm or off")
+    if settings.answer.pick not in {"auto", "model", "ranking"}:
+        raise ConfigError(f"answer.pick must be 'auto', 'model' or 'ranking', got {settings.answer.pick!r}")
     if settings.answer.mode not in {"shape", "free"}:
         raise ConfigError(f"answer.mode must be 'shape' or 'free', got {settings.answer.mode!r}")
     if settings.llm.concurrency < 1:

@@ -109,7 +109,8 @@ def film_index(tmp_path: Path, settings_for, embedder):
     folder.mkdir()
     for p in NOTES:
         (folder / p.path).write_text(p.text, encoding="utf-8")
-    idx = Index(settings_for(folder, db=str(tmp_path / "index.db"), **{"answer.mode": "shape", "answer.abstain_below": 0}),
+    idx = Index(settings_for(folder, db=str(tmp_path / "index.db"), **{"answer.mode": "shape", "answer.abstain_below": 0,
+                                                                    "answer.pick": "model"}),
                 embedder)
     idx.sync()
     yield idx
@@ -135,3 +136,15 @@ def test_an_undecided_comparison_goes_to_the_model(film_index):
                                                 strategy="lexical", k=2)
     assert len(llm.calls) == 1 and llm.choices[0][:2] == ["The Piper", "Lost Horizon"]
     assert answer.span == "The Piper" and not answer.decided
+
+
+def test_a_comparison_of_things_the_notes_never_name_is_not_in_the_notes(film_index):
+    from localrag.answer.compare import options_absent
+
+    assert options_absent("Which film came out first, Red Sky or Blue Moon?", ("Red Sky", "Blue Moon"), NOTES)
+    assert not options_absent("Which film came out first, The Piper or Blue Moon?", ("The Piper", "Blue Moon"),
+                              [HORIZON], _lookup), "a note titled with one option: the notes know it"
+    llm = ScriptedLLM(lambda m, s, p: "Red Sky")
+    answer = Assistant(film_index, llm=llm).ask("Which film came out first, Red Sky or Blue Moon?",
+                                                strategy="lexical", k=2)
+    assert answer.abstained and llm.calls == [] and "none of the options" in answer.abstain_reason

@@ -101,7 +101,8 @@ def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
     # no evidence threshold: every question reaches the (scripted) model
     # comparisons left to the model here: this counts the model's calls (decided ones make none, below)
     index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0,
-                                                               "answer.mode": "shape", "answer.decide_comparisons": False},
+                                                               "answer.mode": "shape", "answer.decide_comparisons": False,
+                                                               "answer.pick": "model"},
                                 env={}))
     try:
         records = run_questions(Assistant(index, llm=answers_by_question(script)), qs, "hybrid", RunOptions(answer=True),

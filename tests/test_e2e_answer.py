@@ -86,14 +86,15 @@ def test_real_model_short_answer_is_a_span_of_the_cited_note(notes_dir, settings
     from localrag.kg.spans import clean_markup
 
     settings = settings_for(notes_dir, **{"llm.model": str(bundled_model), "llm.n_threads": 1,
-                                          "answer.abstain_below": 0, "answer.mode": "shape"})
+                                          "answer.abstain_below": 0, "answer.mode": "shape", "answer.pick": "model"})
     idx = Index(settings, embedder)
     idx.sync()
     try:
         answer = Assistant(idx).ask("Which river runs through Orlinsford?", strategy="hybrid")
     finally:
         idx.close()
-    assert answer.mode == "short" and answer.shape.qtype == "where"
+    assert answer.mode == "short" and answer.shape.qtype == "where" and answer.picked_by == "model"
+    assert [c.phase for c in answer.calls] == ["answer"], "the real model made the pick"
     assert answer.evidence and answer.evidence_ms is not None
     assert not answer.abstained, answer.notes
     cited = [c for c in answer.citations if c.cited]

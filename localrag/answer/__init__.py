@@ -65,6 +65,7 @@ class Answer:
     choices: int = 0  # how many spans the grammar admitted
     choice_texts: tuple[str, ...] = ()  # the spans themselves, best first (the bench draws its random baseline from them)
     decided: str = ""  # a comparison the notes' dates decided without the model: how ("X 1937 vs Y 1941")
+    picked_by: str = ""  # a short answer's: "dates" | "ranking" (no model call) | "model"
     unsupported: list[str] = field(default_factory=list)  # open-answer sentences without a valid citation
     evidence_ms: float | None = None  # since the question was asked
     first_token_ms: float | None = None
@@ -99,6 +100,7 @@ class Answer:
             "abstain_reason": self.abstain_reason,
             "answer_sentence": self.span_sentence.to_json() if self.span_sentence else None,
             "decided_without_model": self.decided,
+            "picked_by": self.picked_by,
             "evidence": [e.to_json() for e in self.shown_evidence],
             "unsupported_sentences": self.unsupported,
             # cited: the answer refers to them; given: shown to the model as context only

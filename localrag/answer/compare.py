@@ -164,6 +164,18 @@ def _subject(option: str, role: str | None, passages: Sequence[Passage], lookup:
     return person_of(role, own, passages, lookup)
 
 
+def options_absent(question: str, options: Sequence[str], passages: Sequence[Passage],
+                   lookup: NoteLookup = _no_lookup) -> bool:
+    """True when the notes know none of the options: no note so titled, and no retrieved passage names one.
+    A comparison of things the notes never mention is not in the notes, whatever a model would pick."""
+    said = " " + " ".join(_key(f"{p.title} {p.text}") for p in passages) + " "
+    for option in options:
+        key = re.sub(r"^(the|a|an) ", "", _key(option))
+        if not key or f" {key} " in said or passage_named(option, passages, lookup) is not None:
+            return False
+    return True
+
+
 def decide_choice(question: str, options: Sequence[str], passages: Sequence[Passage],
                   lookup: NoteLookup = _no_lookup) -> Decision | None:
     """The option a date comparison picks, or None when the question is no comparison or a date is missing."""

@@ -50,6 +50,7 @@ class Composed:
     choices: Choices | None = None
     unsupported: list[str] = field(default_factory=list)
     decided: str = ""  # how the notes' dates decided a comparison without the model ("" = not decided so)
+    picked_by: str = ""  # a short answer's: "dates" | "ranking" (no model call) | "model"
     evidence_ms: float = 0.0  # since the question was asked
     first_token_ms: float | None = None
     answer_ms: float = 0.0  # the answer step alone (model call included)
@@ -142,13 +143,27 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
         # the notes' own dates decided it: a model could only add a coin toss (docs/benchmarks.md "Answers")
         decision = choices.decision
         first(decision.answer)
-        out.decided = decision.detail
+        out.decided, out.picked_by = decision.detail, "dates"
         out.notes.append(f"answer: decided from the notes without the model ({decision.detail})")
         _give(out, decision.answer, choices, passages, decision.passage)
         return
+    if choices.unknown_options and settings.offer_abstain:
+        _abstain(out, passages, "the notes mention none of the options the question names")
+        return
+    ranked = [t for t in choices.texts if t != NOT_IN_NOTES]
+    if settings.pick == "ranking":
+        # a model too small to beat the no-model ranking is not asked (docs/benchmarks.md "Answers")
+        if not ranked:
+            _abstain(out, passages, "no candidate span in the evidence")
+            return
+        first(ranked[0])
+        out.picked_by = "ranking"
+        out.notes.append("answer: the best-ranked span of the evidence, without the model (answer.pick)")
+        _give(out, ranked[0], choices, passages)
+        return
     quotes = [e.plain for e in evidence[:settings.prompt_sentences]]
-    offered = [t for t in choices.texts if t != NOT_IN_NOTES]
-    reply = llm_factory().chat(short_span_messages(question, quotes, offered), choices=list(choices.texts),
+    out.picked_by = "model"
+    reply = llm_factory().chat(short_span_messages(question, quotes, ranked), choices=list(choices.texts),
                                max_tokens=SHORT_MAX_TOKENS, phase="answer", on_token=first)
     pick = _match_choice(reply.text, choices)
     if pick is None:

@@ -21,6 +21,7 @@ from localrag.kg.spans import find_spans
 
 _WORD = re.compile(r"[\w][\w'’\-]*")
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
+_ADVERB = re.compile(r"^[a-z]{3,}ly$")
 _STOP = frozenset(
     "a an the of in on at to for from by with and or but is are was were be been being as that this these those "
     "it its he she they his her their him them who whom whose which what when where why how there here not no "
@@ -62,7 +63,7 @@ class PriorWeights:
     demonym: float = -1.0  # "American", "South Korean" (its sign flips when the question asks a nationality)
     subject: float = -0.8  # the title of its own note: the note is about it, the answer is something it says
     lower: float = -0.5  # an n-gram that does not start with a capital (unless the question names a common noun)
-    head: float = 1.5  # closeness to the noun a "which / what" question asks for ("which spice" -> "spice")
+    head: float = 2.5  # closeness to the noun a "which / what" question asks for ("which spice" -> "spice")
 
 
 WEIGHTS = PriorWeights()
@@ -185,9 +186,15 @@ def _ngram_spans(plain: str, max_n: int, stop: frozenset[str]) -> list[tuple[str
             gram = tokens[i:i + n]
             if gram[0][0].lower() in stop or gram[-1][0].lower() in stop:
                 continue
+            if n == 1 and _ADVERB.match(gram[0][0]):
+                continue  # "obviously", "slightly": a manner, not an answer
             start = gram[0][1]
             end = gram[-1][1] + len(gram[-1][0])
-            out.append((plain[start:end], start, end))
+            text = plain[start:end]
+            if any(not plain[a[1] + len(a[0]):b[1]].isspace() for a, b in zip(gram, gram[1:])) or \
+                    text.rstrip(".,") != text:
+                continue  # a phrase does not run across a comma, a dash or a bracket
+            out.append((text, start, end))
     return out
 
 

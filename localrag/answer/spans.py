@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from localrag.answer import prior
-from localrag.answer.compare import Decision, NoteLookup, decide_choice, decide_same
+from localrag.answer.compare import Decision, NoteLookup, decide_choice, decide_same, options_absent
 from localrag.answer.evidence import EvidenceSentence
 from localrag.answer.shape import CHOICE, YESNO, Shape
 from localrag.records import Passage
@@ -36,6 +36,7 @@ class Choices:
     texts: tuple[str, ...]  # what the grammar admits, best first by the no-model ranking (localrag.answer.prior)
     source: dict[str, EvidenceSentence] = field(default_factory=dict, compare=False)  # span -> its sentence
     decision: Decision | None = field(default=None, compare=False)  # a comparison the notes' dates decided
+    unknown_options: bool = False  # the notes know none of the options the question names
     offered: int = 0  # candidates found before keeping the best (how many the grammar could have admitted)
 
     def __contains__(self, text: str) -> bool:
@@ -80,6 +81,7 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
     source: dict[str, EvidenceSentence] = {}
     decision: Decision | None = None
     offered = 0
+    unknown = False
 
     def add(text: str, sentence: EvidenceSentence | None = None) -> None:
         text = " ".join(_clean(text).split())
@@ -97,6 +99,7 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
         offered = 2
     elif shape.qtype == CHOICE and shape.options:
         decision = decide_choice(question, shape.options, passages, look)
+        unknown = decision is None and bool(passages) and options_absent(question, shape.options, passages, look)
         for option in ([decision.answer] if decision else []) + list(shape.options):
             add(option, _first_mentioning(option, evidence))
         offered = len(shape.options)
@@ -108,7 +111,7 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
             add(candidate.text, candidate.sentence)
     if offer_abstain or not texts:
         add(NOT_IN_NOTES)
-    return Choices(tuple(texts), source, decision, offered)
+    return Choices(tuple(texts), source, decision, unknown_options=unknown, offered=offered)
 
 
 def _sentence_of(passage: Passage, evidence: Sequence[EvidenceSentence]) -> EvidenceSentence | None:
