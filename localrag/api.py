@@ -212,12 +212,14 @@ class Assistant:
 
     def resolve_pick(self) -> str:
         """``answer.pick = auto``: the model picks short answers from ``answer.pick_min_params`` up;
-        below (SmolLM2-135M: its picks scored under the no-model ranking's first) the ranking does."""
+        below (SmolLM2-135M: its picks scored under the no-model ranking's first) the ranking does.
+        A model of unknown size (served, or given) picks: one constrained call costs little, and a
+        model worth serving is rarely that small."""
         pick = self.settings.answer.pick
         if pick != "auto":
             return pick
         size = self.model_size()
-        return "model" if size.known and size.params >= self.settings.answer.pick_min_params else "ranking"
+        return "ranking" if size.known and size.params < self.settings.answer.pick_min_params else "model"
 
     def model_size(self):
         """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""

@@ -216,8 +216,9 @@ class AnswerSettings:
     # without the model (localrag/answer/compare.py)
     decide_comparisons: bool = True
     # who picks a short answer among the allowed spans: "model" (grammar-constrained choice), "ranking"
-    # (the first of the no-model ranking, no call), "auto": the model from pick_min_params up (its GGUF
-    # metadata or llm.params; unknown counts as small). Measured: docs/benchmarks.md "Answers"
+    # (the first of the no-model ranking, no call), "auto": the ranking below pick_min_params (GGUF
+    # metadata or llm.params), the model from there or when its size is unknown (served: one constrained
+    # call costs little). Measured: docs/benchmarks.md "Answers"
     pick: str = "auto"
     pick_min_params: int = 400_000_000
     # abstain without asking the model when the best evidence sentence is less similar than this

@@ -75,12 +75,15 @@ def test_size_threshold_and_unknown_sizes_are_settings(index_with_graph, tmp_pat
 
 
 @pytest.mark.slow
-def test_ask_on_the_examples_with_auto_makes_only_the_answer_call(notes_dir, bundled_model):
+def test_ask_on_the_examples_with_auto_makes_no_retrieval_call(notes_dir, bundled_model):
     env_cmd = [sys.executable, "-m", "localrag", "ask", "What spice goes into the rye and plum loaf?",
                "-f", str(notes_dir), "--strategy", "auto", "--json", "--model", str(bundled_model)]
     out = subprocess.run(env_cmd, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["strategy"] == "graph" and "135M" in data["strategy_reason"]
-    assert [c["phase"] for c in data["llm_calls"]] == ["answer"]
+    # a short question with the 135M model: the no-model ranking picks the span (answer.pick = auto), no call
+    assert data["llm_calls"] == [] and data["picked_by"] == "ranking" and data["short_answer"] == "cardamom"
+    kinds = [e["event"] for e in data["events"]]
+    assert kinds.index("evidence") < kinds.index("answer_started"), "the evidence is shown before the answer"
     assert any(p["path"] == "rye-and-plum-loaf.md" for p in data["passages"][:3])

@@ -53,7 +53,8 @@ QUESTIONS = [  # A = the first two, B = the last two
 ]
 ENTITIES = ["Mira Okafor", "bakery", "Vessby", "plum cake", "Heron project"]
 ANSWERS = {"Mira Okafor": "Vessby", "bakery": "plum cake", "Vessby": "the river Orle", "plum cake": "plums"}
-SETTINGS = {"neuropath.ner": "llm", "index.extractor": "rules"}
+# free answers: the protocol is measured on the memory and the answer call (a scripted model answers by entity)
+SETTINGS = {"neuropath.ner": "llm", "index.extractor": "rules", "answer.mode": "free"}
 
 
 def write_set(folder: Path) -> Path:

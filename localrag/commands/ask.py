@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         assistant = Assistant(index)
         conversation = open_conversation(args, index, announce=not args.json)
         streaming = not args.json and not args.no_answer
+        # step progress on a terminal only: a pipe or a script reads the answer, not the steps
+        printer = None if args.json or not sys.stderr.isatty() else ProgressPrinter(show_steps=not args.quiet)
         if streaming:
             assistant.llm()  # load the model before the question is echoed, so errors come first
         answer = assistant.ask(
@@ -74,15 +76,14 @@ def run(args: argparse.Namespace) -> int:
             on_token=(lambda t: (sys.stdout.write(t), sys.stdout.flush())) if streaming else None,
             conversation=conversation,
             mode="free" if getattr(args, "free", False) else None,
-            # step progress on a terminal only: a pipe or a script reads the answer, not the steps
-            on_event=None if args.json or not sys.stderr.isatty() else ProgressPrinter(show_steps=not args.quiet),
+            on_event=printer,
         )
     finally:
         index.close()
     if args.json:
         print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
         return 0
-    if streaming:
+    if streaming and not (printer is not None and printer.line_ended):
         sys.stdout.write("\n")
         sys.stdout.flush()
     print_outcome(answer)
@@ -102,8 +103,16 @@ class ProgressPrinter:
 
         self.show_steps = show_steps
         self._events = events
+        self.answering = False  # the answer's tokens are being written on stdout
+        self.line_ended = False  # … and its line was ended before the last step's
 
     def __call__(self, event) -> None:
+        if isinstance(event, self._events.FirstToken):
+            self.answering = True
+        elif self.answering and isinstance(event, self._events.AnswerDone):
+            sys.stdout.write("\n")  # the step line goes below the answer, not after its last word
+            sys.stdout.flush()
+            self.line_ended = True
         if self.show_steps and not isinstance(event, self._events.FirstToken):
             err_console.print(f"[dim]{event.elapsed_s:6.2f} s  {escape(event.label())}[/]")
         if isinstance(event, self._events.EvidenceReady):
@@ -146,7 +155,9 @@ def print_sources(answer, retrieved_only: bool = False) -> None:
         mark = " (attributed by word overlap)" if c.inferred else ""
         console.print(f"[bold][{c.number}] {c.location}[/]{mark}  [dim]{escape(c.passage.title)}[/]")
     if given:
-        console.print("[dim]Closest passages[/]" if answer.abstained else "[dim]Given to the model, not cited[/]")
+        asked = any(c.phase == "answer" for c in answer.calls)
+        console.print("[dim]Closest passages[/]" if answer.abstained else
+                      "[dim]Given to the model, not cited[/]" if asked else "[dim]Retrieved, not cited[/]")
     for c in given:
         console.print(f"[dim][{c.number}] {c.location}  {escape(c.passage.title)}[/]")
 
