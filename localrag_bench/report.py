@@ -80,18 +80,29 @@ def answer_table(result: BenchResult) -> Table:
 
 def markdown_answers(results: Sequence[BenchResult]) -> str:
     """The answers table of result files, for docs/benchmarks.md (the "all" row of each strategy)."""
-    lines = ["| dataset | strategy | model | n | EM (constrained) | random-choice EM | no-model EM | free EM | F1 | "
-             "gold in evidence (R@5=1) | abstained | evidence p50 ms | 1st token p50 ms | total p50 ms |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| dataset | strategy | model | short answers picked by | n | EM | random-choice EM | no-model EM | "
+             "free EM | F1 | gold in evidence (R@5=1) | abstained | evidence p50 ms | 1st token p50 ms | total p50 ms |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         model = r.model.rsplit("/", 1)[-1] if r.model else ""
         for s in r.summaries:
             for a in s.answers[:1]:
-                lines.append(f"| {r.dataset} | {_label(s)} | {model} | {a.questions} | {_fmt(a.em)} | {_fmt(a.random_em)} | "
+                picked = _picked(r, s)
+                lines.append(f"| {r.dataset}{' (gold dropped)' if r.drop_gold else ''} | {_label(s)} | {model} | "
+                             f"{picked} | {a.questions} | {_fmt(a.em)} | {_fmt(a.random_em)} | "
                              f"{_fmt(a.ranked_em)} | "
                              f"{_fmt(a.free_em)} | {_fmt(a.f1)} | {_fmt(a.gold_in_evidence_r5)} | {_fmt(a.abstained)} | "
                              f"{_ms(a.evidence_ms_p50)} | {_ms(a.first_token_ms_p50)} | {_ms(a.ms_p50)} |")
     return "\n".join(lines)
+
+
+def _picked(result: BenchResult, summary) -> str:
+    """"dates 21 · ranking 27": how the strategy's short answers were picked (older files: "")."""
+    counts: dict[str, int] = {}
+    for rec in result.records:
+        if rec.strategy == summary.strategy and rec.round == summary.round and getattr(rec, "picked_by", ""):
+            counts[rec.picked_by] = counts.get(rec.picked_by, 0) + 1
+    return " · ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def print_result(result: BenchResult, console: Console) -> None:

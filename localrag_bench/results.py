@@ -61,6 +61,7 @@ class QuestionRecord:
     ranked_prediction: str = ""  # the best choice by the no-model ranking: the answer without the model's pick
     ranked_em: float | None = None
     decided: bool = False  # a comparison the notes' dates decided (no model call)
+    picked_by: str = ""  # a short answer's: "dates" | "ranking" (no model call) | "model"
     free_answer: str = ""  # the old free generation (short prompt), on the same retrieval
     free_prediction: str = ""
     free_em: float | None = None

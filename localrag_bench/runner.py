@@ -178,6 +178,7 @@ def _score_answer(record: QuestionRecord, result: Answer, question: Question) ->
         record.ranked_prediction = next((t for t in result.choice_texts if t != NOT_IN_NOTES), NOT_IN_NOTES)
         record.ranked_em = exact_match(record.ranked_prediction, question.answers)
     record.decided = bool(result.decided)
+    record.picked_by = result.picked_by
 
 
 def _free_answer(assistant: Assistant, record: QuestionRecord, result: Answer, question: Question) -> None:

@@ -32,13 +32,16 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0, help="llm.n_threads (0 = all cores)")
     ap.add_argument("--model", default="", help="GGUF (default: discovery, the bundled SmolLM2)")
     ap.add_argument("--mode", default="", choices=("", "shape", "free"), help="answer.mode (default: the setting)")
+    ap.add_argument("--pick", default="", choices=("", "auto", "model", "ranking"),
+                    help="answer.pick (default: the setting)")
     ap.add_argument("--out", help="write the per-question figures as JSON")
     args = ap.parse_args()
     questions = [json.loads(line) for line in (ROOT / "examples" / "questions.jsonl").read_text().splitlines() if line]
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(ROOT / "examples" / "notes", {"db": str(Path(tmp) / "index.db"),
                                                               "llm.n_threads": args.threads, "llm.model": args.model}
-                                 | ({"answer.mode": args.mode} if args.mode else {}))
+                                 | ({"answer.mode": args.mode} if args.mode else {})
+                                 | ({"answer.pick": args.pick} if args.pick else {}))
         index = Index(settings)
         index.sync()
         assistant = Assistant(index)
@@ -57,7 +60,7 @@ def main() -> int:
                          "total_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0})
         index.close()
     print(f"{len(rows)} questions, {args.strategy}, model {assistant.model_source}, llm.n_threads={args.threads or 'all'}, "
-          f"answer.mode={settings.answer.mode}")
+          f"answer.mode={settings.answer.mode}, answer.pick={settings.answer.pick} -> {assistant.resolve_pick()}")
     for key in ("evidence_s", "first_token_s", "total_s", "cpu_s"):
         values = [r[key] for r in rows if r[key] is not None]
         print(f"  {key:14} p50 {percentile(values, 50):6.2f}  p95 {percentile(values, 95):6.2f}  (n={len(values)})")

@@ -90,7 +90,11 @@ _ASKS_NATIONALITY = re.compile(r"\b(nationality|in common|which country .* from|
 _DEMONYM = re.compile(r"^(?:[A-Z][a-z]+[\s\-])?[A-Z][a-z]+(?:an|ian|ese|ish|i|ch|ic|ss)$")
 
 
-_HEAD = re.compile(r"\b(?:which|what)\s+(?:kind of |type of |sort of )?([a-z][a-z\-]+)\b")
+_HEAD = re.compile(r"\b(?:which|what)\s+(?:is\s+the\s+name\s+of\s+(?:the\s+)?|(?:kind|type|sort)\s+of\s+)?"
+                   r"([a-z][a-z\-]+)\b")
+# a quantity as written, with its thousands separators and unit: "2,140 m", "210°C", "150 million"
+_QUANTITY = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s?(?:%|°[CF]|[a-zA-Z]{1,3}\b|million|billion))?"
+                       r"|(?<![\w.,])\d+(?:\.\d+)?(?:\s?(?:km|m|kg|g|cm|mm|ft|mi|million|billion)\b|\s?%|°[CF])")
 
 
 def head_noun(question: str) -> str:
@@ -217,6 +221,8 @@ def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sent
         out.append(Candidate(text, kind, sentence, position, start, end))
 
     for position, sentence in enumerate(evidence[:span_sentences]):
+        for m in _QUANTITY.finditer(sentence.plain):
+            add(m.group(0), "number", sentence, position, m.start(), m.end())
         for span in find_spans(sentence.plain):
             add(span.text, span.kind, sentence, position, span.start, span.end)
     for position, sentence in enumerate(evidence[:ngram_sentences]):

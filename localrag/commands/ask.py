@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "folder (path:work/; -path:archive/ leaves one out); repeatable: tags must all hold, paths are alternatives")
     add_session_options(p)
     p.add_argument("--free", action="store_true",
-                   help="free-text answer for every question (default: short questions get a span copied from "
-                   "the evidence, constrained by a grammar; open ones free text)")
+                   help="free-text answer for every question (default: short questions get a span of the "
+                   "evidence: decided by the notes' dates, the no-model ranking or the model under a grammar; "
+                   "open ones free text)")
     p.add_argument("--quiet", action="store_true", help="no step progress on stderr")
     p.set_defaults(func=run)
 
