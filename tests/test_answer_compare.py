@@ -88,6 +88,16 @@ def test_answer_type_from_the_question():
     assert question_type(classify("What is the date of birth of Ann Vale?"), "What is the date of birth of Ann Vale?") == "when"
     assert question_type(classify("In what city did she die?"), "In what city did she die?") == "where"
     assert head_noun("Which spice goes into the loaf?") == "spice" and head_noun("What is it?") == ""
+    assert head_noun("What is the name of the lighthouse in Saltreach?") == "lighthouse"
+
+
+def test_quantities_keep_their_separators_and_units():
+    evidence = _sentences(VALE, ["Mount Skelda is 2,140 m high and the loaf bakes at 210°C.", "It sold 150 million copies."])
+    high = build_choices("How high is Mount Skelda?", classify("How high is Mount Skelda?"), evidence)
+    assert "2,140 m" in high.texts and "140" not in high.texts[:1], high.texts
+    sold = _sentences(VALE, ["It sold 150 million copies in 12 countries.", "Mount Skelda is 2,140 m high."])
+    many = build_choices("How many copies did it sell?", classify("How many copies did it sell?"), sold)
+    assert many.texts[0] == "150 million", many.texts
 
 
 def _sentences(passage: Passage, texts: list[str]) -> list[EvidenceSentence]:

@@ -221,9 +221,12 @@ def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sent
         out.append(Candidate(text, kind, sentence, position, start, end))
 
     for position, sentence in enumerate(evidence[:span_sentences]):
-        for m in _QUANTITY.finditer(sentence.plain):
-            add(m.group(0), "number", sentence, position, m.start(), m.end())
+        quantities = [(m.start(), m.end()) for m in _QUANTITY.finditer(sentence.plain)]
+        for start, end in quantities:
+            add(sentence.plain[start:end], "number", sentence, position, start, end)
         for span in find_spans(sentence.plain):
+            if span.kind == "number" and any(a <= span.start and span.end <= b for a, b in quantities):
+                continue  # "140" of "2,140 m" is not a reading of it
             add(span.text, span.kind, sentence, position, span.start, span.end)
     for position, sentence in enumerate(evidence[:ngram_sentences]):
         for text, start, end in _ngram_spans(sentence.plain, max_ngram, ngram_stop):
