@@ -14,7 +14,8 @@ from localrag.llm.discovery import discover
 
 
 def test_answer_cites_the_right_note_with_the_real_model(notes_dir, settings_for, embedder, bundled_model):
-    settings = settings_for(notes_dir, **{"llm.model": str(bundled_model)})
+    # free text (open questions, `ask --free`): the real model writes, cites and is logged
+    settings = settings_for(notes_dir, **{"llm.model": str(bundled_model), "answer.mode": "free"})
     idx = Index(settings, embedder)
     idx.sync()
     assistant = Assistant(idx)
@@ -40,7 +41,7 @@ def test_answer_cites_the_right_note_with_the_real_model(notes_dir, settings_for
 def test_ask_json_has_everything(notes_dir, bundled_model):
     r = subprocess.run(
         [sys.executable, "-m", "localrag", "ask", "Which river runs through Orlinsford?", "-f", str(notes_dir),
-         "--json", "--strategy", "hybrid", "--model", str(bundled_model)],
+         "--json", "--strategy", "hybrid", "--model", str(bundled_model), "--free"],
         capture_output=True, text=True, timeout=600,
     )
     assert r.returncode == 0, r.stderr
