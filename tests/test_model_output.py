@@ -64,7 +64,8 @@ def copy_index(built_folder, tmp_path, embedder):
     def make(name: str = "kb", **overrides) -> Index:
         d = tmp_path / name
         shutil.copytree(built_folder, d)
-        idx = Index(load_settings(d, overrides, env={}), embedder)
+        # free text: what a model's reply can be (empty, cut, repeating) is what these tests check
+        idx = Index(load_settings(d, {"answer.mode": "free", **overrides}, env={}), embedder)
         opened.append(idx)
         return idx
 

@@ -33,7 +33,8 @@ QUESTION = "On which river is the town where Mira Okafor's project is hosted?"
 
 @pytest.fixture
 def graph_index(graph_kb):
-    return graph_kb(NOTES, TRIPLES, **{"neuropath.ner": "llm"})
+    # free-text answers: the scripted model answers with a sentence citing [n], which memory learns from
+    return graph_kb(NOTES, TRIPLES, **{"neuropath.ner": "llm", "answer.mode": "free"})
 
 
 def test_prune_keeps_top_k_by_cosine():

@@ -455,7 +455,7 @@ def _document_titles(dim: int) -> str:
     """Notes found by their title regardless of case: a comparison question names its notes
     ("Which film came out earlier, X or Y?") and the answer reads the dates in them."""
     return """
-CREATE INDEX documents_title ON documents(title COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS documents_title ON documents(title COLLATE NOCASE);
 """
 
 
