@@ -22,7 +22,7 @@ import atexit, importlib.abc, json, os, socket, sys
 
 _REPORT = os.environ["OFFLINE_TEST_REPORT"]
 _state = {"attempts": [], "imports": []}
-_WATCH = ("localrag", "torch", "transformers", "huggingface_hub", "sentence_transformers", "llama_cpp")
+_WATCH = ("localrag", "torch", "transformers", "huggingface_hub", "sentence_transformers", "llama_cpp", "safetensors")
 _FLAGS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY")
 
 
@@ -129,7 +129,8 @@ def test_index_and_ask_with_every_socket_blocked(tmp_path, bundled_model):
     assert "Traceback" not in r.stderr
     data = _check_report(report)
     names = {i["name"] for i in data["imports"]}
-    assert {"sentence_transformers", "llama_cpp"} <= names, "the embedder and the model really ran"
+    # a few short notes are embedded by the numpy forward pass (safetensors), more by sentence-transformers
+    assert "llama_cpp" in names and names & {"sentence_transformers", "safetensors"}, "the embedder and the model ran"
     assert data["hub_offline"] is True
     assert "graph:" in r.stdout
 

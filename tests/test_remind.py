@@ -352,6 +352,7 @@ def test_remind_end_to_end_with_the_bundled_model(kb, bundled_model):
     kb.settings.remind.max_jumps = 3
     kb.settings.remind.max_llm_calls = 8
     kb.settings.remind.seed_passages = 0  # nothing collected before the walk: at least one move, then the judge
+    kb.settings.answer.mode = "free"  # the bundled model writes the answer too (a short one it would not pick)
     answer = Assistant(kb).ask(QUESTION, strategy="remind")
     r = answer.retrieval
     stop = steps(r, "stop")[0]

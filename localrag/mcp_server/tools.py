@@ -131,6 +131,11 @@ class NotesTools:
         return {
             "question": question,
             "answer": answer.text,
+            # a short question's answer: the span of the notes, how it was picked, and the sentence it is from
+            "short_answer": answer.span,
+            "picked_by": answer.picked_by,
+            "answer_sentence": answer.span_sentence.to_json() if answer.span_sentence else None,
+            "abstained": answer.abstained,
             "strategy": answer.strategy,
             "filter": where.describe() if where else "",
             "citations": [
