@@ -60,6 +60,7 @@ def test_citation_parsing():
     assert short_answer("Sandra Miju Oh (505.md:1-3)") == "Sandra Miju Oh"
     assert short_answer("The answer is: Yasue Sato (812.md:3-3)") == "Yasue Sato"
     assert short_answer("Rye (the grain) is used") == "Rye (the grain) is used"
+    assert short_answer("(505.md:1-3)") == "" and short_answer("Answer: [2]") == ""
 
 
 def test_inferred_citation_when_model_gives_no_marker():

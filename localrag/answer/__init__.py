@@ -195,7 +195,8 @@ def short_answer(text: str) -> str:
     """The bare answer for EM/F1: after 'Answer:' if present, citations and trailing dots removed."""
     m = _AFTER_ANSWER.search(text)
     core = m.group(1) if m else text
-    core = _LOCATION.sub("", _CITE.sub("", core)).strip().splitlines()[0] if core.strip() else ""
+    lines = _LOCATION.sub("", _CITE.sub("", core)).strip().splitlines()
+    core = lines[0] if lines else ""  # a reply that was only citations has no answer
     return core.strip().rstrip(".").strip()
 
 
