@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from localrag.answer.evidence import EvidenceSentence, linked_passages, path_facts, rank_evidence  # noqa: E402
+from localrag.answer.evidence import EvidenceSentence, order_evidence, path_facts, rank_evidence  # noqa: E402
 from localrag.api import Assistant  # noqa: E402
 from localrag.kg.spans import find_spans  # noqa: E402
 from localrag.records import Passage  # noqa: E402
@@ -62,21 +62,7 @@ def retrieve_all(data: str, ids: str | None, limit: int | None, strategy: str, d
 
 
 def _shown(question: str, ranked: list[EvidenceSentence], bridge: float, per_note: int, within: float) -> list[str]:
-    linked = linked_passages(question, ranked)
-
-    def adjusted(e: EvidenceSentence) -> float:
-        return e.score + (bridge if e.passage.id in linked else 0.0)
-
-    by_score = sorted(ranked, key=lambda e: -adjusted(e))
-    top = adjusted(by_score[0]) if by_score else 0.0
-    first: list[EvidenceSentence] = []
-    per: dict[int, int] = {}
-    for e in by_score:
-        if len(first) < 3 and per.get(e.passage.id, 0) < per_note and adjusted(e) >= top - within:
-            first.append(e)
-            per[e.passage.id] = per.get(e.passage.id, 0) + 1
-    first += [e for e in by_score if all(e is not f for f in first)][:3 - len(first)]
-    return [e.plain for e in first]
+    return [e.plain for e in order_evidence(question, ranked, bridge=bridge, per_note=per_note, within=within)[:3]]
 
 
 def sweep_evidence(asked: list[Asked]) -> None:

@@ -58,6 +58,18 @@ async def wait_for(pilot, condition, timeout: float, what: str) -> None:
         await pilot.pause(0.05)
 
 
+async def ask_again(pilot, app, question: str, timeout: float) -> None:
+    """Type ``question`` into the box and wait for its answer."""
+    box = app.query_one("#question")
+    box.focus()
+    box.value = question
+    await pilot.pause(0.2)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: app.chat.answering, 10, f"{question!r} to be taken")
+    await wait_for(pilot, lambda: not app.chat.answering, timeout, f"the answer to {question!r}")
+    await pilot.pause(0.5)
+
+
 async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: float,
                 followup: str = "") -> dict[str, float]:
     timings: dict[str, float] = {}
@@ -115,25 +127,11 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
         shot("help")
         await pilot.press("escape")
         if followup:  # the same conversation: the follow-up block shows what it searched for
-            box = app.query_one("#question")
-            box.focus()
-            box.value = followup
-            await pilot.pause(0.2)
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: app.chat.answering, 10, "the follow-up to be taken")
-            await wait_for(pilot, lambda: not app.chat.answering, timeout, "the follow-up's answer")
-            await pilot.pause(0.5)
+            await ask_again(pilot, app, followup, timeout)
             shot("followup")
         # a question the notes do not answer: "not in your notes", the closest passages, no memory written
         await pilot.press("ctrl+n")  # a new conversation: the question stands alone
-        box = app.query_one("#question")
-        box.focus()
-        box.value = ABSTAIN_QUESTION
-        await pilot.pause(0.2)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: app.chat.answering, 10, "the unanswerable question to be taken")
-        await wait_for(pilot, lambda: not app.chat.answering, timeout, "the abstention")
-        await pilot.pause(0.5)
+        await ask_again(pilot, app, ABSTAIN_QUESTION, timeout)
         shot("abstain")
     timings["shots"] = len(shots)
     return timings
