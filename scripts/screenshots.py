@@ -58,15 +58,25 @@ async def wait_for(pilot, condition, timeout: float, what: str) -> None:
         await pilot.pause(0.05)
 
 
+async def submit(pilot, app, timeout: float, what: str) -> None:
+    """Enter, then wait for the question's block and its answer (a short answer can come within one frame,
+    so the block count says the question was taken, not the `answering` flag)."""
+    # Textual's widgets load with the app, as main() loads it
+    from localrag.tui.chat import AnswerBlock
+
+    before = len(app.query(AnswerBlock))
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: len(app.query(AnswerBlock)) > before, 10, f"{what} to be taken")
+    await wait_for(pilot, lambda: not app.chat.answering, timeout, f"the answer to {what}")
+
+
 async def ask_again(pilot, app, question: str, timeout: float) -> None:
     """Type ``question`` into the box and wait for its answer."""
     box = app.query_one("#question")
     box.focus()
     box.value = question
     await pilot.pause(0.2)
-    await pilot.press("enter")
-    await wait_for(pilot, lambda: app.chat.answering, 10, f"{question!r} to be taken")
-    await wait_for(pilot, lambda: not app.chat.answering, timeout, f"the answer to {question!r}")
+    await submit(pilot, app, timeout, repr(question))
     await pilot.pause(0.5)
 
 
@@ -104,9 +114,7 @@ async def drive(app, out: Path, question: str, size: tuple[int, int], timeout: f
 
         started = time.monotonic()
         app.query_one("#question").value = question
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: app.chat.answering, 10, "the question to be taken")
-        await wait_for(pilot, lambda: not app.chat.answering, timeout, "the answer")
+        await submit(pilot, app, timeout, "the question")
         timings["answer_s"] = time.monotonic() - started
         await pilot.pause(0.5)
         shot("main")
