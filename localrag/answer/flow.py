@@ -152,7 +152,7 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
         return
     ranked = [t for t in choices.texts if t != NOT_IN_NOTES]
     if settings.pick == "ranking":
-        # a model too small to beat the no-model ranking is not asked (docs/benchmarks.md "Answers")
+        # answer.pick = ranking, or a model under answer.pick_min_params: no call (docs/benchmarks.md "Answers")
         if not ranked:
             _abstain(out, passages, "no candidate span in the evidence")
             return
