@@ -125,8 +125,9 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._model is None:  # a question in a new process: no torch import for a dozen words
             small = self._small()
-            if small is not None and small.fits(texts):
-                return small.encode(texts)
+            vectors = small.encode_if_small(texts) if small is not None else None
+            if vectors is not None:
+                return vectors
         model = self._load()
         with self._lock, self._autocast(), _torch_threads(threads):
             vecs = model.encode(

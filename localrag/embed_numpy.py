@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from scipy.special import erf
 
 MAX_TEXTS = 16  # more than this (indexing) is sentence-transformers' job
 MAX_TOKENS = 128  # … and so is anything longer
@@ -27,10 +26,13 @@ class NumpyMiniLM:
     """The BERT encoder, mean pooling and normalisation of all-MiniLM-L6-v2, read from ``model_dir``."""
 
     def __init__(self, model_dir: Path):
-        # the fast tokenizer and safetensors' reader are light (no torch); loaded with the first query
+        # the fast tokenizer, safetensors' reader and SciPy's erf are light (no torch), loaded with the first
+        # query rather than with every process that imports the embedder
         from safetensors import safe_open
+        from scipy.special import erf
         from tokenizers import Tokenizer
 
+        self._erf = erf
         self._dir = model_dir
         config = json.loads((model_dir / "config.json").read_text())
         self.heads = int(config["num_attention_heads"])
@@ -76,11 +78,10 @@ class NumpyMiniLM:
         context = context.transpose(1, 0, 2).reshape(n, dim)
         x = self._norm(self._dense(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
         hidden = self._dense(x, p + "intermediate.dense")
-        hidden = 0.5 * hidden * (1.0 + erf(hidden / np.sqrt(2.0)))  # BERT's exact GELU
+        hidden = 0.5 * hidden * (1.0 + self._erf(hidden / np.sqrt(2.0)))  # BERT's exact GELU
         return self._norm(self._dense(hidden, p + "output.dense") + x, p + "output.LayerNorm")
 
-    def encode_text(self, text: str) -> np.ndarray:
-        ids = np.asarray(self.tokenizer.encode(text).ids, dtype=np.int64)
+    def _forward(self, ids: np.ndarray) -> np.ndarray:
         with self._lock:
             rows = {int(i): self._words[int(i):int(i) + 1][0] for i in set(ids.tolist())}  # only the rows used
             x = (np.stack([rows[int(i)] for i in ids])
@@ -92,11 +93,19 @@ class NumpyMiniLM:
         pooled = x.mean(0)
         return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
 
-    def fits(self, texts: Sequence[str]) -> bool:
-        """Few and short enough that this is the faster way (no torch to import)."""
-        if len(texts) > MAX_TEXTS:
-            return False
-        return all(len(e.ids) <= MAX_TOKENS for e in self.tokenizer.encode_batch(list(texts)))
+    def encode_if_small(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The vectors of ``texts`` when they are few and short enough that this is the faster way
+        (no torch to import); None otherwise. Each text is tokenized once either way."""
+        encoded = self._encoded_if_small(texts)
+        if encoded is None or not encoded:
+            return None
+        return np.stack([self._forward(np.asarray(e.ids, dtype=np.int64)) for e in encoded])
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self.encode_text(t) for t in texts]) if texts else np.zeros((0, 384), dtype=np.float32)
+    def fits(self, texts: Sequence[str]) -> bool:
+        return self._encoded_if_small(texts) is not None
+
+    def _encoded_if_small(self, texts: Sequence[str]) -> list | None:
+        if len(texts) > MAX_TEXTS:
+            return None
+        encoded = self.tokenizer.encode_batch(list(texts))
+        return None if any(len(e.ids) > MAX_TOKENS for e in encoded) else encoded

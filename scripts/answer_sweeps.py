@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from localrag.answer.evidence import EvidenceSentence, order_evidence, path_facts, rank_evidence  # noqa: E402
+from localrag.answer.evidence import EvidenceSentence, order_evidence, path_facts, rank_evidence, title_key  # noqa: E402
 from localrag.api import Assistant  # noqa: E402
 from localrag.kg.spans import find_spans  # noqa: E402
 from localrag.records import Passage  # noqa: E402
@@ -77,18 +76,14 @@ def sweep_evidence(asked: list[Asked]) -> None:
               f"{sum(scored) / max(len(scored), 1):.3f} |")
 
 
-def _key(text: str) -> str:
-    return " ".join(re.sub(r"\([^)]*\)|[^\w\s]", " ", text.lower()).split())
-
-
 def _signals(a: Asked) -> tuple[float, float, float]:
     """(share of the question's names in the retrieved text, … in their titles, best evidence cosine)."""
     names = [s.text for s in find_spans(a.question.question) if s.kind in ("name", "quoted", "title", "date", "number")
-             and len(_key(s.text)) > 2]
-    text = " " + " ".join(_key(f"{p.title} {p.text}") for p in a.passages) + " "
-    titles = [_key(p.title) for p in a.passages]
-    in_text = sum(1 for n in names if f" {_key(n)} " in text) / len(names) if names else 1.0
-    in_titles = sum(1 for n in names if any(_key(n) == t for t in titles)) / len(names) if names else 1.0
+             and len(title_key(s.text)) > 2]
+    text = " " + " ".join(title_key(f"{p.title} {p.text}") for p in a.passages) + " "
+    titles = [title_key(p.title) for p in a.passages]
+    in_text = sum(1 for n in names if f" {title_key(n)} " in text) / len(names) if names else 1.0
+    in_titles = sum(1 for n in names if any(title_key(n) == t for t in titles)) / len(names) if names else 1.0
     return in_text, in_titles, max((e.score for e in a.evidence), default=0.0)
 
 

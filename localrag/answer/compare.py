@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from localrag.answer.evidence import title_key
 from localrag.kg.spans import MONTHS
 from localrag.records import Passage
 
@@ -58,11 +59,6 @@ class Decision:
     detail: str  # e.g. "The Exies 1997 < Circus Diablo 2004"
 
 
-def _key(text: str) -> str:
-    text = re.sub(r"\([^)]*\)", " ", text.lower())
-    return " ".join(re.sub(r"[^\w]+", " ", text).split())
-
-
 def _exact_key(text: str) -> str:
     return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
 
@@ -77,10 +73,10 @@ def passage_named(name: str, passages: Sequence[Passage], lookup: NoteLookup = _
 
 
 def _retrieved_named(name: str, passages: Sequence[Passage]) -> Passage | None:
-    exact, loose = _exact_key(name), _key(name)
+    exact, loose = _exact_key(name), title_key(name)
     bare = re.sub(r"^(the|a|an) ", "", loose)  # "the Pterocarya": the option names the note with an article
-    for same in (lambda p: _exact_key(p.title) == exact, lambda p: bool(loose) and _key(p.title) == loose,
-                 lambda p: bool(bare) and _key(p.title) == bare):
+    for same in (lambda p: _exact_key(p.title) == exact, lambda p: bool(loose) and title_key(p.title) == loose,
+                 lambda p: bool(bare) and title_key(p.title) == bare):
         named = sorted((p for p in passages if same(p) and has_body(p.text)), key=lambda p: getattr(p, "ordinal", 0))
         if named:
             return named[0]
@@ -168,9 +164,9 @@ def options_absent(question: str, options: Sequence[str], passages: Sequence[Pas
                    lookup: NoteLookup = _no_lookup) -> bool:
     """True when the notes know none of the options: no note so titled, and no retrieved passage names one.
     A comparison of things the notes never mention is not in the notes, whatever a model would pick."""
-    said = " " + " ".join(_key(f"{p.title} {p.text}") for p in passages) + " "
+    said = " " + " ".join(title_key(f"{p.title} {p.text}") for p in passages) + " "
     for option in options:
-        key = re.sub(r"^(the|a|an) ", "", _key(option))
+        key = re.sub(r"^(the|a|an) ", "", title_key(option))
         if not key or f" {key} " in said or passage_named(option, passages, lookup) is not None:
             return False
     return True
@@ -222,12 +218,12 @@ def nationality(text: str) -> str:
 
 def _names_in(question: str, passages: Sequence[Passage]) -> list[Passage]:
     """Notes whose titles the question names, in the question's order."""
-    low = _key(question)
-    found = [(low.find(_key(p.title)), p) for p in passages if _key(p.title) and f" {_key(p.title)} " in f" {low} "]
+    low = title_key(question)
+    found = [(low.find(title_key(p.title)), p) for p in passages if title_key(p.title) and f" {title_key(p.title)} " in f" {low} "]
     found.sort(key=lambda x: x[0])
     out: list[Passage] = []
     for _, p in found:
-        if all(_key(p.title) != _key(o.title) for o in out):
+        if all(title_key(p.title) != title_key(o.title) for o in out):
             out.append(p)
     return out
 

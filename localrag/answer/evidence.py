@@ -178,17 +178,18 @@ def _units(passage: Passage) -> list[Unit]:
     return said or units
 
 
-def _key(text: str) -> str:
+def title_key(text: str) -> str:
+    """A name as compared with note titles: lower case, no punctuation, no "(film)" qualifier."""
     return " ".join(re.sub(r"\([^)]*\)|[^\w\s]", " ", text.lower()).split())
 
 
 def linked_passages(question: str, ranked: Sequence[EvidenceSentence], top: int = 3) -> set[int]:
     """Passages whose title one of the ``top`` sentences names (and the question does not)."""
-    asked = f" {_key(question)} "
-    titles = {e.passage.id: _key(e.passage.title) for e in ranked}
+    asked = f" {title_key(question)} "
+    titles = {e.passage.id: title_key(e.passage.title) for e in ranked}
     linked: set[int] = set()
     for e in ranked[:top]:
-        said = f" {_key(e.plain)} "
+        said = f" {title_key(e.plain)} "
         linked |= {pid for pid, t in titles.items()
                    if t and pid != e.passage.id and f" {t} " in said and f" {t} " not in asked}
     return linked

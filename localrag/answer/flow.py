@@ -180,8 +180,9 @@ def _give(out: Composed, pick: str, choices: Choices, passages: list, decided_by
     """The short answer, its sentence and its citation (the deciding note is cited even if not retrieved)."""
     evidence = out.evidence
     out.span = pick
-    sentence = sentence_for(pick, choices, evidence)
-    if decided_by is not None:
+    if decided_by is None:
+        sentence = sentence_for(pick, choices, evidence)
+    else:
         sentence = next((e for e in evidence if e.passage.id == decided_by.id), None) or _opening(decided_by)
     out.span_sentence = sentence
     given = list(passages)

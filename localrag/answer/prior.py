@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from localrag.answer.evidence import EvidenceSentence
+from localrag.answer.evidence import EvidenceSentence, title_key
 from localrag.answer.shape import Shape
 from localrag.kg.spans import find_spans
 
@@ -116,8 +116,6 @@ def question_type(shape: Shape, question: str = "") -> str:
     return qtype
 
 
-def _key(text: str) -> str:
-    return " ".join(re.sub(r"\([^)]*\)|[^\w\s]", " ", text.lower()).split())
 
 
 def _words(text: str) -> list[str]:
@@ -164,7 +162,7 @@ def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: i
     demonym = 1.0 if _DEMONYM.match(candidate.text) else 0.0
     features = {
         "demonym": demonym if not asks_nationality else -demonym,
-        "subject": 1.0 if _key(candidate.text) and _key(candidate.text) == _key(candidate.sentence.passage.title) else 0.0,
+        "subject": 1.0 if title_key(candidate.text) and title_key(candidate.text) == title_key(candidate.sentence.passage.title) else 0.0,
         "lower": 1.0 if candidate.kind == "ngram" and not candidate.text[:1].isupper() and not head else 0.0,
         "head": _head_fit(candidate, head) if head else 0.0,
         "sentence": candidate.sentence.score - best_score,
@@ -182,7 +180,7 @@ def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: i
                      candidate.end, features, total)
 
 
-def _ngram_spans(plain: str, max_n: int, stop: frozenset[str]) -> list[tuple[str, int, int]]:
+def ngram_spans(plain: str, max_n: int, stop: frozenset[str]) -> list[tuple[str, int, int]]:
     tokens = [(m.group(0).rstrip(".,"), m.start()) for m in re.finditer(r"[\w][\w'’.,\-/]*[\w]|[\w]", plain)]
     out = []
     for n in range(1, max_n + 1):
@@ -229,7 +227,7 @@ def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sent
                 continue  # "140" of "2,140 m" is not a reading of it
             add(span.text, span.kind, sentence, position, span.start, span.end)
     for position, sentence in enumerate(evidence[:ngram_sentences]):
-        for text, start, end in _ngram_spans(sentence.plain, max_ngram, ngram_stop):
+        for text, start, end in ngram_spans(sentence.plain, max_ngram, ngram_stop):
             add(text, "ngram", sentence, position, start, end)
     return out
 

@@ -9,7 +9,6 @@ localrag.llm.grammar's.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -23,7 +22,6 @@ from localrag.llm.grammar import choice_grammar, choice_schema  # noqa: F401 (th
 NOT_IN_NOTES = "not in your notes"
 YES, NO = "yes", "no"
 
-_WORD = re.compile(r"[\w][\w'’.,\-/]*[\w]|[\w]")
 _STOP = frozenset(
     "a an the of in on at to for from by with and or but is are was were be been being as that this these those "
     "it its he she they his her their him them who whom whose which what when where why how there here not no "
@@ -37,7 +35,6 @@ class Choices:
     source: dict[str, EvidenceSentence] = field(default_factory=dict, compare=False)  # span -> its sentence
     decision: Decision | None = field(default=None, compare=False)  # a comparison the notes' dates decided
     unknown_options: bool = False  # the notes know none of the options the question names
-    offered: int = 0  # candidates found before keeping the best (how many the grammar could have admitted)
 
     def __contains__(self, text: str) -> bool:
         return text in self.texts
@@ -46,26 +43,13 @@ class Choices:
         return len(self.texts)
 
 
-def _norm_words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
-
-
 def _clean(span: str) -> str:
     return span.strip(" \t\n.,;:!?\"'“”()[]*_`|")
 
 
 def ngrams(text: str, max_n: int) -> list[str]:
-    """Word n-grams (1..max_n) that neither start nor end with a function word, as written."""
-    words = [m.group(0) for m in _WORD.finditer(text)]
-    words = [w.rstrip(".,") or w for w in words]
-    out: list[str] = []
-    for n in range(1, max_n + 1):
-        for i in range(len(words) - n + 1):
-            gram = words[i:i + n]
-            if gram[0].lower() in _STOP or gram[-1].lower() in _STOP:
-                continue
-            out.append(" ".join(gram))
-    return out
+    """Word n-grams (1..max_n) as the candidates use them: not starting or ending with a function word."""
+    return [gram for gram, _, _ in prior.ngram_spans(text, max_n, _STOP)]
 
 
 def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSentence],
@@ -80,7 +64,6 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
     texts: list[str] = []
     source: dict[str, EvidenceSentence] = {}
     decision: Decision | None = None
-    offered = 0
     unknown = False
 
     def add(text: str, sentence: EvidenceSentence | None = None) -> None:
@@ -94,24 +77,23 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
     look = lookup or (lambda name: None)
     if shape.qtype == YESNO:
         decision = decide_same(question, passages, look)
-        for answer in ([decision.answer] if decision else []) + [YES, NO]:
-            add(answer, _sentence_of(decision.passage, evidence) if decision else None)
-        offered = 2
+        if decision:
+            add(decision.answer, _sentence_of(decision.passage, evidence))
+        add(YES)
+        add(NO)
     elif shape.qtype == CHOICE and shape.options:
         decision = decide_choice(question, shape.options, passages, look)
         unknown = decision is None and bool(passages) and options_absent(question, shape.options, passages, look)
         for option in ([decision.answer] if decision else []) + list(shape.options):
             add(option, _first_mentioning(option, evidence))
-        offered = len(shape.options)
     else:
         found = prior.candidates(question, evidence, span_sentences=span_sentences, ngram_sentences=ngram_sentences,
                                  max_ngram=max_ngram, ngram_stop=_STOP)
-        offered = len(found)
         for candidate in prior.rank(question, shape, found, evidence)[:max_choices]:
             add(candidate.text, candidate.sentence)
     if offer_abstain or not texts:
         add(NOT_IN_NOTES)
-    return Choices(tuple(texts), source, decision, unknown_options=unknown, offered=offered)
+    return Choices(tuple(texts), source, decision, unknown_options=unknown)
 
 
 def _sentence_of(passage: Passage, evidence: Sequence[EvidenceSentence]) -> EvidenceSentence | None:
