@@ -2,6 +2,7 @@
 
     python scripts/answer_sweeps.py evidence --data DIR [--ids FILE] [--limit N] [--strategy graph]
     python scripts/answer_sweeps.py abstain --data DIR [--ids FILE] [--limit N] [--strategy graph]
+    python scripts/answer_sweeps.py candidates --data DIR [--ids FILE] [--limit N] [--strategy graph]
 
 evidence: for each bridge bonus / sentences per note / diversity margin, how many questions
 whose recall@5 is 1 have a gold answer in the three shown sentences (the order of
@@ -24,11 +25,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from localrag.answer.evidence import EvidenceSentence, order_evidence, path_facts, rank_evidence, title_key  # noqa: E402
+from localrag.answer import prior  # noqa: E402
+from localrag.answer.shape import CHOICE, YESNO, classify  # noqa: E402
+from localrag.answer.spans import NGRAM_STOP  # noqa: E402
 from localrag.api import Assistant  # noqa: E402
+from localrag.config import AnswerSettings  # noqa: E402
 from localrag.kg.spans import find_spans  # noqa: E402
 from localrag.records import Passage  # noqa: E402
 from localrag_bench.data import Question, load_dataset  # noqa: E402
-from localrag_bench.metrics import recall_at_k  # noqa: E402
+from localrag_bench.metrics import exact_match, recall_at_k  # noqa: E402
 from localrag_bench.runner import BenchSpec, RunOptions, gold_in_evidence, open_index  # noqa: E402
 
 
@@ -62,6 +67,28 @@ def retrieve_all(data: str, ids: str | None, limit: int | None, strategy: str, d
 
 def _shown(question: str, ranked: list[EvidenceSentence], bridge: float, per_note: int, within: float) -> list[str]:
     return [e.plain for e in order_evidence(question, ranked, bridge=bridge, per_note=per_note, within=within)[:3]]
+
+
+def count_candidates(asked: list[Asked]) -> None:
+    """Span questions whose gold answer is the ranking's first, among the kept choices, among all candidates."""
+    settings = AnswerSettings()
+    first = kept = anywhere = spans = 0
+    for a in asked:
+        shape = classify(a.question.question)
+        if not shape.short or shape.qtype in (CHOICE, YESNO):
+            continue
+        spans += 1
+        evidence = order_evidence(a.question.question, a.evidence)
+        found = prior.candidates(a.question.question, evidence, span_sentences=settings.span_sentences,
+                                 ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
+                                 ngram_stop=NGRAM_STOP)
+        texts = [c.text for c in prior.rank(a.question.question, shape, found, evidence)]
+        hits = [bool(exact_match(t, a.question.answers)) for t in texts]
+        first += bool(hits[:1] and hits[0])
+        kept += any(hits[:settings.max_choices])
+        anywhere += any(hits)
+    print(f"{spans} span questions: gold answer first {first}, among the {settings.max_choices} kept {kept}, "
+          f"among all candidates {anywhere}")
 
 
 def sweep_evidence(asked: list[Asked]) -> None:
@@ -103,7 +130,7 @@ def sweep_abstain(answerable: list[Asked], dropped: list[Asked]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("evidence", "abstain"))
+    ap.add_argument("what", choices=("evidence", "abstain", "candidates"))
     ap.add_argument("--data", required=True)
     ap.add_argument("--ids")
     ap.add_argument("--limit", type=int)
@@ -112,6 +139,8 @@ def main() -> int:
     asked = retrieve_all(args.data, args.ids, args.limit, args.strategy, drop_gold=False)
     if args.what == "evidence":
         sweep_evidence(asked)
+    elif args.what == "candidates":
+        count_candidates(asked)
     else:
         sweep_abstain(asked, retrieve_all(args.data, args.ids, args.limit, args.strategy, drop_gold=True))
     return 0

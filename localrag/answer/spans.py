@@ -22,7 +22,7 @@ from localrag.llm.grammar import choice_grammar, choice_schema  # noqa: F401 (th
 NOT_IN_NOTES = "not in your notes"
 YES, NO = "yes", "no"
 
-_STOP = frozenset(
+NGRAM_STOP = frozenset(
     "a an the of in on at to for from by with and or but is are was were be been being as that this these those "
     "it its he she they his her their him them who whom whose which what when where why how there here not no "
     "also has have had do does did so than then into onto over under about after before during while".split()
@@ -49,7 +49,7 @@ def _clean(span: str) -> str:
 
 def ngrams(text: str, max_n: int) -> list[str]:
     """Word n-grams (1..max_n) as the candidates use them: not starting or ending with a function word."""
-    return [gram for gram, _, _ in prior.ngram_spans(text, max_n, _STOP)]
+    return [gram for gram, _, _ in prior.ngram_spans(text, max_n, NGRAM_STOP)]
 
 
 def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSentence],
@@ -88,7 +88,7 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
             add(option, _first_mentioning(option, evidence))
     else:
         found = prior.candidates(question, evidence, span_sentences=span_sentences, ngram_sentences=ngram_sentences,
-                                 max_ngram=max_ngram, ngram_stop=_STOP)
+                                 max_ngram=max_ngram, ngram_stop=NGRAM_STOP)
         for candidate in prior.rank(question, shape, found, evidence)[:max_choices]:
             add(candidate.text, candidate.sentence)
     if offer_abstain or not texts:
