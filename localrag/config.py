@@ -121,6 +121,11 @@ class NeuroPathSettings:
     # (docs/benchmarks.md "NeuroPath"); with a strong model raise path_weight towards 1.
     path_weight: float = 0.3  # best mean recall@5 of 0.3 / 0.5 / 1.0 over the three dev sets
     fallback_weight: float = 0.3
+    # with completion "graph": the fusion's first keep_top passages keep their places, what the
+    # model adds fills the places after them. 2: recall@2 is the fusion's by construction, and on
+    # SmolLM2's recorded tracking (three dev sets) recall@5 stayed at or above the fusion's
+    # (docs/benchmarks.md "Never below the fusion: keep_top")
+    keep_top: int = 2
     max_valid: int = 8
     max_expand: int = 4
 
@@ -182,6 +187,7 @@ class RemindSettings:
     # collected_weight) or "collected-first" (the paper: walked passages, then dense backfill)
     rank: str = "graph"
     collected_weight: float = 0.3
+    keep_top: int = 2  # as neuropath.keep_top: the fusion's first passages keep their places
     zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 

@@ -39,6 +39,7 @@ from localrag.records import LLMCallRecord, Trace
 from localrag.retrieve import strategy_names
 from localrag.retrieve.neuropath import CompletionInput
 from localrag.retrieve.neuropath import events as neuropath_events
+from localrag.retrieve.remind import events as remind_events
 from localrag.trace import MemoryEvent, TraceEvent
 
 # strategies that read the knowledge graph: the index must extract it first
@@ -243,10 +244,11 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
 
 
 def tracking_summary(trace: Trace) -> dict:
-    """A record's ``tracking``: NeuroPath's seeds and completion inputs from a trace; {} for other strategies.
+    """A record's ``tracking``: NeuroPath's seeds and completion inputs, remind's walked passages
+    (``collected``), from a trace; {} for other strategies.
 
     The bench's own format (``completion_input`` reads it back), kept in result files so other
-    fusions can be replayed offline (scripts/neuropath_refuse.py).
+    fusions can be replayed offline (scripts/neuropath_refuse.py, scripts/keep_top_replay.py).
     """
     out: dict = {}
     for step in trace.steps:
@@ -255,6 +257,8 @@ def tracking_summary(trace: Trace) -> dict:
         elif isinstance(step, neuropath_events.CompletionStep):
             out.update(path_docs=list(step.path_docs), path_ends=list(step.path_ends), fallback=step.fallback,
                        chain=step.chain, requirement=step.requirement)
+        elif isinstance(step, remind_events.RankingStep):
+            out["collected"] = list(step.collected)
     return out
 
 

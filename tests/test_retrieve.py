@@ -9,7 +9,7 @@ import pytest
 from localrag.api import Assistant, Index
 from localrag.records import Retrieval
 from localrag.retrieve import get_strategy, strategy_names
-from localrag.retrieve.fusion import rrf
+from localrag.retrieve.fusion import rrf, rrf_onto
 from localrag.store.lexical import fts_query
 
 from conftest import EXAMPLES
@@ -62,6 +62,18 @@ def test_hybrid_recall_not_below_dense_or_lexical(assistant):
 def test_rrf_fuses_by_rank():
     fused = rrf([[(1, 0.9), (2, 0.8)], [(2, 5.0), (3, 4.0)]], 3)
     assert [pid for pid, _ in fused] == [2, 1, 3]
+
+
+def test_rrf_onto_keeps_the_base_head_and_lets_the_rest_compete():
+    base = [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6)]
+    walked = [(4, 1.0), (9, 1.0)]
+    plain = rrf_onto(base, [walked], [1.0], 4, 8, keep_top=0)
+    assert plain == rrf([base, walked], 4, weights=[1.0, 1.0], rrf_k=8)
+    assert plain[0][0] == 4  # unheld, the walk's first passage jumps to the top
+    held = rrf_onto(base, [walked], [1.0], 4, 8, keep_top=2)
+    assert [pid for pid, _ in held] == [1, 2, 4, 9]  # 3 loses its place to what both lists found, not 1 or 2
+    scores = [s for _, s in held]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_fts_query_is_safe_for_any_text(assistant):

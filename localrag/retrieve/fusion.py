@@ -23,6 +23,27 @@ def rrf(rankings: list[Ranking], k: int, weights: list[float] | None = None, rrf
     return sorted(fused.items(), key=lambda t: (-t[1], t[0]))[:k]
 
 
+def rrf_onto(base: Ranking, extra: list[Ranking], weights: list[float], k: int, rrf_k: int, keep_top: int) -> Ranking:
+    """``rrf([base, *extra])``, except that the base's first ``keep_top`` passages keep their places.
+
+    What a model's walk adds can then fill the places after them but never push them down or
+    out: recall@``keep_top`` is the base's whatever the model picks.
+    """
+    fused = rrf([base, *extra], k + keep_top, weights=[1.0, *weights], rrf_k=rrf_k)
+    if keep_top <= 0:
+        return fused[:k]
+    score = dict(fused)
+    head = [(pid, score.get(pid, 0.0)) for pid, _ in base[:keep_top]]
+    held = {pid for pid, _ in head}
+    ranked = (head + [t for t in fused if t[0] not in held])[:k]
+    out: Ranking = []
+    floor = 0.0
+    for pid, s in reversed(ranked):  # scores stay non-increasing down the list
+        floor = max(floor, s)
+        out.append((pid, floor))
+    return out[::-1]
+
+
 class LexicalBeside:
     """The BM25 search on a thread of its own while the caller embeds the query and searches
     the vectors: torch, numpy and SQLite all release the GIL, so a fusion costs about

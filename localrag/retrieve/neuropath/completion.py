@@ -13,7 +13,7 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
-from localrag.retrieve.fusion import rrf
+from localrag.retrieve.fusion import rrf, rrf_onto
 from localrag.retrieve.hybrid import hybrid_ranked
 from localrag.retrieve.neuropath.events import CompletionGraph, CompletionStep
 from localrag.retrieve.neuropath.paths import path_docs
@@ -78,7 +78,7 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
         if extra and cfg.chain_weight > 0:
             lists.append(hybrid_ranked(ctx, text, pool)[0])
             weights.append(cfg.chain_weight)
-        ranked = rrf(lists, k, weights=weights, rrf_k=cfg.fuse_k)
+        ranked = rrf_onto(base, lists[1:], weights[1:], k, cfg.fuse_k, cfg.keep_top)
         graph_info = CompletionGraph("graph", chain_weight=cfg.chain_weight if extra else 0.0)
     elif cfg.merge == "fused":
         lists, weights = [[(d, 1.0) for d in docs], completion], [path_weight, 1.0]

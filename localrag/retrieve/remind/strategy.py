@@ -41,7 +41,7 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.graph import graph_ranked
-from localrag.retrieve.fusion import rrf
+from localrag.retrieve.fusion import rrf_onto
 from localrag.trace import FallbackStep
 
 DEVIATIONS = [
@@ -162,7 +162,7 @@ class Remind:
             # weight, so the model's walk adds to the fusion's list instead of replacing its top
             base, _ = graph_ranked(ctx, query, max(n, ctx.settings.hybrid_pool))
             walked = [(pid, 1.0) for pid in collected]
-            ranked = rrf([base, walked], k, weights=[1.0, ctx.settings.remind.collected_weight], rrf_k=8)
+            ranked = rrf_onto(base, [walked], [ctx.settings.remind.collected_weight], k, 8, ctx.settings.remind.keep_top)
         else:
             ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
             dense = dense_ranked(ctx, query, n + len(collected))

@@ -1,0 +1,83 @@
+#!/usr/bin/env python
+"""Replay NeuroPath's and remind's final ranking offline with the fusion's head held in place.
+
+Both LLM strategies rank by fusing what the model found into the no-LLM `graph` list
+(neuropath: path documents and chain hits; remind: the walked passages). ``keep_top = n``
+keeps the graph list's first n passages where they are (fusion.rrf_onto). A bench result
+keeps each question's model output in its records' ``tracking`` (neuropath: completion
+inputs; remind: ``collected``), so every ``keep_top`` is scored on the same model output
+with no model call:
+
+    .venv/bin/python scripts/keep_top_replay.py docs/results/issue15/musique100-dev20-smollm2-np-remind.json
+
+Prints recall@2 / @5 per strategy and keep_top beside `graph` on the same questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from localrag.api import Assistant, Index
+from localrag.config import load_settings
+from localrag.retrieve.base import Context
+from localrag.retrieve.fusion import rrf_onto
+from localrag.retrieve.graph import graph_ranked
+from localrag_bench.data import load_dataset
+from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
+from localrag_bench.runner import completion_input
+
+KEEP_TOPS = (0, 1, 2, 3, 5)
+
+
+def remind_ranking(ctx: Context, question: str, collected: list[int], k: int, keep_top: int) -> list[int]:
+    """remind's `graph` ranking (strategy._rank) of one walk's collected passages."""
+    walked = ctx.keep_ids(dict.fromkeys(collected))
+    base, _ = graph_ranked(ctx, question, max(k, len(walked), ctx.settings.hybrid_pool))
+    fused = rrf_onto(base, [[(pid, 1.0) for pid in walked]], [ctx.settings.remind.collected_weight], k, 8, keep_top)
+    return [pid for pid, _ in fused]
+
+
+def neuropath_ranking(ctx: Context, question: str, tracking: dict, k: int, keep_top: int) -> list[int]:
+    if not tracking.get("seeds"):  # no query entity: the strategy's fallback, which keep_top does not touch
+        return [pid for pid, _ in no_entity_fallback(ctx, question, k, "graph")]
+    return passage_ids(fuse_with(ctx, question, completion_input(tracking), k, keep_top=keep_top))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", nargs="+", help="bench result JSONs with neuropath and/or remind records")
+    ap.add_argument("--k", type=int, default=10)
+    args = ap.parse_args()
+    for path in args.results:
+        saved = json.load(open(path))
+        dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
+        work = Path(saved["index"]["work_dir"])
+        # opened as stored: passage ids stay those the records name
+        index = Index(load_settings(work / "notes", {"memory.enabled": False, "db": str(work / "index.db")}))
+        ctx = Assistant(index).context()
+        by_id = {q.id: q for q in dataset.questions}
+        sums = RecallSums()
+        for rec in saved["records"]:
+            q = by_id.get(rec["id"])
+            if q is None or rec["strategy"] not in ("neuropath", "remind"):
+                continue
+            tracking = rec.get("tracking") or {}
+            if rec["strategy"] == "remind" and "collected" not in tracking:
+                continue  # a result file from before remind's walk was recorded
+            sums.add(f"{rec['strategy']} as run", rec["retrieved_doc_ids"], q.gold_doc_ids)
+            sums.add(f"graph ({rec['strategy']}'s questions)",
+                     ranked_doc_ids(ctx, [p for p, _ in graph_ranked(ctx, q.question, args.k)[0]]), q.gold_doc_ids)
+            for keep in KEEP_TOPS:
+                ranked = (remind_ranking(ctx, q.question, tracking["collected"], args.k, keep)
+                          if rec["strategy"] == "remind" else neuropath_ranking(ctx, q.question, tracking, args.k, keep))
+                sums.add(f"{rec['strategy']} keep_top={keep}", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
+        index.close()
+        print(path)
+        for name, (r2, r5, n) in sorted(sums.means().items()):
+            print(f"  {name:34s} R@2 {r2:.3f}  R@5 {r5:.3f}  (n={n})")
+
+
+if __name__ == "__main__":
+    main()
