@@ -96,6 +96,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "links; fast phase, graph phase (rules) with its time per step, re-index, one-file edit, "
                    "ppr / graph fusion / NeuroPath (instant model) latency, cold `ask` (default work dir "
                    "~/.cache/localrag/bench/scale-graph-N-seedS; --seed default 11)")
+    s.add_argument("--queries-only", action="store_true",
+                   help="with --graph: time the queries and five cold asks again on the index an earlier "
+                   "--graph run left in the work dir (after a change to retrieval), nothing else")
+    s.add_argument("--neuropath-queries", type=int, metavar="N",
+                   help="with --graph: time NeuroPath on the first N of the queries only (it takes seconds each)")
     s.set_defaults(func=command("commands", "run_scale_command"))
 
     pl = bench_sub.add_parser("plot", help="grouped bars of recall@k per strategy and data set (--rounds: "

@@ -28,7 +28,7 @@ from localrag_bench.rounds import parse_rounds, rounds_for, run_rounds
 from localrag_bench.rounds_report import has_rounds, markdown_rounds, plot_rounds, print_rounds_result
 from localrag_bench.runner import BenchError, BenchSpec, RunOptions, run_bench
 from localrag_bench.scale import run_scale, write_scale_result
-from localrag_bench.scale_graph import run_graph_scale, write_graph_scale_result
+from localrag_bench.scale_graph import run_graph_latency, run_graph_scale, write_graph_scale_result
 
 DEFAULT_RESULTS = Path("bench-results")
 
@@ -178,6 +178,8 @@ def run_scale_command(args: argparse.Namespace) -> int:
 
 def run_graph_scale_command(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed != 7 else 11  # 7 is the plain scale corpus's default
+    if args.queries_only:
+        return run_graph_latency_command(args, seed)
     try:
         result = run_graph_scale(args.passages, args.queries, Path(args.work) if args.work else None, seed=seed,
                                  fresh=args.fresh, log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
@@ -185,6 +187,22 @@ def run_graph_scale_command(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     print_graph_scale(result)
     out = Path(args.out) if args.out else DEFAULT_RESULTS / f"scale-graph-{args.passages}.json"
+    write_graph_scale_result(result, out)
+    console.print(f"result written to {out}")
+    return 0
+
+
+def run_graph_latency_command(args: argparse.Namespace, seed: int) -> int:
+    try:
+        result = run_graph_latency(args.passages, args.queries, Path(args.work) if args.work else None, seed=seed,
+                                   neuropath_queries=args.neuropath_queries,
+                                   log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    print_latency_table(result.latency)
+    wide_console().print(f"cold `ask --no-answer --strategy ppr`, new processes: "
+                      f"{', '.join(f'{s:.2f}' for s in result.cold_ask_seconds)} s (graph {result.cold_ask_graph_loaded})")
+    out = Path(args.out) if args.out else DEFAULT_RESULTS / f"scale-graph-{args.passages}-queries.json"
     write_graph_scale_result(result, out)
     console.print(f"result written to {out}")
     return 0
@@ -211,13 +229,17 @@ def print_graph_scale(result) -> None:
               f"one file edited: sync {e.sync_seconds:.2f} s, graph phase {e.graph_seconds:.2f} s for "
               f"{e.graph_passages} passages (the file has {e.file_passages}); a new reader's matrix: {e.matrix_how} · "
               f"cold `ask --no-answer --strategy ppr` {result.cold_ask_seconds:.2f} s (graph {result.cold_ask_graph_loaded})")
+    print_latency_table(result.latency)
+    out.print(f"load {result.machine.load_before} -> {result.machine.load_after} on {result.machine.cpus} CPUs")
+
+
+def print_latency_table(latency: list) -> None:
     lat = Table(title="query latency, warm (ms)", title_justify="left")
     for name in ("what", "p50", "p95", "mean", "CPU p50"):
         lat.add_column(name, justify="left" if name == "what" else "right")
-    for x in result.latency:
+    for x in latency:
         lat.add_row(x.name, f"{x.p50_ms:.1f}", f"{x.p95_ms:.1f}", f"{x.mean_ms:.1f}", f"{x.cpu_p50_ms:.1f}")
-    out.print(lat)
-    out.print(f"load {result.machine.load_before} -> {result.machine.load_after} on {result.machine.cpus} CPUs")
+    wide_console().print(lat)
 
 
 def print_scale(result) -> None:

@@ -213,7 +213,7 @@ def cold_ask(work: Path, question: str) -> tuple[float, str]:
 
 
 def query_latency(work: Path, notes: list[GraphNote], embedder: Any, n_queries: int, seed: int, k: int,
-                  log: Callable[[str], None]) -> list[Latency]:
+                  log: Callable[[str], None], neuropath_queries: int | None = None) -> list[Latency]:
     questions = [p.question for n in notes for p in n.passages]
     chosen = random.Random(seed).sample(questions, min(n_queries, len(questions)))
     settings = load_settings(work / "notes", {"db": str(work / "index.db"), "memory.enabled": False}, env={})
@@ -225,10 +225,12 @@ def query_latency(work: Path, notes: list[GraphNote], embedder: Any, n_queries: 
             index.embedder.encode_one(q)  # warm: the query vectors are memoised, retrieval alone is timed
         names = [s for s in GRAPH_STRATEGIES if s in strategy_names()] + ["neuropath"]
         for name in names:
-            log(f"timing {name} over {len(chosen)} queries")
-            assistant.retrieve(chosen[0], name, k)  # loads the graph: a warm process
+            asked = chosen[:neuropath_queries] if name == "neuropath" and neuropath_queries else chosen
+            log(f"timing {name} over {len(asked)} queries")
+            for _ in range(2):  # loads the graph and the entity lookup (built from a process's second lookup on)
+                assistant.retrieve(chosen[0], name, k)
             t = Timings()
-            for q in chosen:
+            for q in asked:
                 t.timed(lambda: assistant.retrieve(q, name, k))
             label = f"{name} (instant scripted model)" if name == "neuropath" else f"{name}, warm"
             out.append(t.latency(label))
@@ -271,11 +273,54 @@ def run_graph_scale(n_passages: int, n_queries: int = 100, work_dir: Path | None
     )
 
 
+@dataclass
+class GraphLatencyResult:
+    """``--queries-only``: query latency and cold asks again, on the index an earlier run left."""
+
+    passages: int
+    indexed_passages: int
+    latency: list[Latency]
+    cold_ask_seconds: list[float]  # one new process each
+    cold_ask_graph_loaded: str
+    machine: MachineInfo
+    created: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_graph_latency(n_passages: int, n_queries: int, work_dir: Path | None = None, *, seed: int = 11,
+                      neuropath_queries: int | None = None, cold_asks: int = 5, embedder: Any = None, k: int = 10,
+                      log: Callable[[str], None] = lambda s: None) -> GraphLatencyResult:
+    work = (work_dir or _default_dir(n_passages, seed)).expanduser().resolve()
+    if not (work / "index.db").is_file():
+        raise ValueError(f"no index in {work}: run `bench scale --graph` there first (--queries-only re-times it)")
+    machine = machine_info()
+    notes = generate_graph_corpus(n_passages, seed)
+    write_graph_corpus(work / "notes", notes)  # as generated: unchanged files are not re-read
+    cold: list[float] = []
+    how = ""
+    for i in range(cold_asks):
+        log(f"cold ask {i + 1} of {cold_asks} in a new process")
+        seconds, how = cold_ask(work, notes[0].passages[0].question)
+        cold.append(round(seconds, 3))
+    embedder = embedder or default_embedder()
+    latency = query_latency(work, notes, embedder, n_queries, seed, k, log, neuropath_queries)
+    index = rules_index(work, work / "index.db", embedder)
+    try:
+        indexed = len(index.store.docs.all_passage_ids())
+    finally:
+        index.close()
+    machine.load_after = [round(x, 2) for x in os.getloadavg()]
+    return GraphLatencyResult(n_passages, indexed, latency, cold, how, machine,
+                              _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+
 def _default_dir(n_passages: int, seed: int) -> Path:
     return bench_cache_root() / f"scale-graph-{n_passages}-seed{seed}"
 
 
-def write_graph_scale_result(result: GraphScaleResult, path: Path) -> Path:
+def write_graph_scale_result(result: GraphScaleResult | GraphLatencyResult, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result.to_json(), indent=1) + "\n", encoding="utf-8")
     return path

@@ -120,3 +120,30 @@ def test_prefiltered_neighbours_match_exact_search(kg_index, tmp_path):
         top = set(order[:5])
         want = [ids[j] for j in order if j in top or exact[j] >= 0.8]
         assert found[eid].ids.tolist() == want
+
+
+def test_large_graph_seed_lookup_matches_vec0_and_follows_new_entities(kg_index, tmp_path, monkeypatch):
+    import localrag.store.entities as entities_mod
+
+    index = kg_index(write_notes(tmp_path / "notes", MORE))
+    index.sync()
+    index.extract_graph()
+    entities = index.store.graph.entities
+    queries = index.embedder.encode(["Ada Lovelace", "the river Omsund", "a town mayor", "Charles Babbage's visit"])
+    exact = entities.nearest(queries, 3)  # a small graph: vec0's exact scan
+    assert exact == [entities.knn(q, 3) for q in queries]
+    monkeypatch.setattr(entities_mod, "EXACT_LIMIT", 0)  # the large-graph path: sign-bit prefilter + rescoring
+    monkeypatch.setattr(entities_mod, "LOOKUP_CANDIDATES", 4)  # fewer candidates than entities: the prefilter works
+    prefiltered = entities.nearest(queries, 3)
+    assert prefiltered[0][0][0] == exact[0][0][0]  # an entity's own name: Hamming distance 0, always a candidate
+    for q, got in zip(queries, prefiltered):  # whatever the prefilter kept is scored exactly, best first
+        vecs = entities.vectors([e for e, _ in got])
+        cosines = [float(vecs[e] @ q / (np.linalg.norm(vecs[e]) * np.linalg.norm(q))) for e, _ in got]
+        assert np.allclose([s for _, s in got], cosines, atol=1e-5) and cosines == sorted(cosines, reverse=True)
+    monkeypatch.setattr(entities_mod, "LOOKUP_CANDIDATES", 10_000)  # every row rescored: exactly vec0's answer
+    assert [[e for e, _ in hits] for hits in entities.nearest(queries, 3)] == [[e for e, _ in h] for h in exact]
+    write_notes(tmp_path / "notes", {"extra.md": "# Extra\n\nZenobia Quartermain founded Plovdiv Glassworks.\n"})
+    index.sync()
+    index.extract_graph()  # new entities, written by the graph phase: the reader's copy reads just those
+    zen = index.embedder.encode(["Zenobia Quartermain"])
+    assert entities.nearest(zen, 1)[0][0][0] == entities.knn(zen[0], 1)[0][0]

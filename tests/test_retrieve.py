@@ -125,3 +125,15 @@ def test_side_connection_sees_committed_rows_only_and_closes(tmp_path):
     assert s.side_query("SELECT count(*) FROM t") == [(2,)]
     s.close()
     assert s._side is None
+
+
+def test_top_order_is_the_stable_argsort_head():
+    import numpy as np
+
+    from localrag.retrieve.ppr import top_order
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        scores = rng.integers(0, 4, int(rng.integers(1, 120))).astype(float) / 3  # many ties
+        m = int(rng.integers(1, 150))
+        assert top_order(scores, m).tolist() == np.argsort(-scores, kind="stable")[:m].tolist()

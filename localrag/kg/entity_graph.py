@@ -18,13 +18,16 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
 from localrag.store import Store
 from localrag.store.graph_matrix import GraphMatrixStore
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 _PAIR = np.int64(1 << 32)
 
@@ -71,8 +74,10 @@ class EntityGraph:
         return int(len(self.arrays.edge_w))
 
     @cached_property
-    def graph(self) -> nx.Graph:
+    def graph(self) -> "nx.Graph":
         """The same graph in networkx (exports and checks; the walk never needs it)."""
+        import networkx as nx  # here, not at the top: its import is ~0.1 s of every cold `ask`
+
         g = nx.Graph()
         g.add_nodes_from(self.nodes)
         g.add_weighted_edges_from(zip(self.arrays.edge_a.tolist(), self.arrays.edge_b.tolist(), self.arrays.edge_w.tolist()))

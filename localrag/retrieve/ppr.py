@@ -38,6 +38,15 @@ def personalised_pagerank(eg: EntityGraph, reset: np.ndarray, damping: float) ->
     return x
 
 
+def top_order(scores: np.ndarray, m: int) -> np.ndarray:
+    """``np.argsort(-scores, kind="stable")[:m]`` without sorting every score (~7 ms at 100k passages)."""
+    if m >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    cut = np.partition(scores, len(scores) - m)[len(scores) - m]  # the m-th largest score
+    above = np.flatnonzero(scores >= cut)  # ties at the cut included, in index order
+    return above[np.argsort(-scores[above], kind="stable")][:m]
+
+
 @dataclass(frozen=True)
 class Seed:
     entity: int
@@ -56,12 +65,14 @@ def query_seeds(ctx: Context, query: str, qvec: np.ndarray) -> list[Seed]:
     unmatched = [s for s in spans if s not in exact]
     for span, eid in exact.items():
         seeds[eid] = Seed(eid, span, 1.0, "span")
-    if unmatched:
-        for span, vec in zip(unmatched, ctx.embedder.encode(unmatched)):
-            for eid, sim in graph.entities.knn(vec, 1):
-                if sim >= cfg.ppr_span_min_sim and eid not in seeds:
-                    seeds[eid] = Seed(eid, span, sim, "span")
-    for eid, sim in graph.entities.knn(qvec, cfg.ppr_query_knn):
+    span_vecs = ctx.embedder.encode(unmatched) if unmatched else np.zeros((0, len(qvec)), dtype=np.float32)
+    # one lookup for every vector: at scale the entity search is the walk's main cost
+    *span_hits, query_hits = graph.entities.nearest(np.vstack([span_vecs, qvec]), max(1, cfg.ppr_query_knn))
+    for span, hits in zip(unmatched, span_hits):
+        for eid, sim in hits[:1]:
+            if sim >= cfg.ppr_span_min_sim and eid not in seeds:
+                seeds[eid] = Seed(eid, span, sim, "span")
+    for eid, sim in query_hits[: cfg.ppr_query_knn]:
         if sim >= cfg.ppr_knn_min_sim and eid not in seeds:
             seeds[eid] = Seed(eid, "", sim, "query")
     names = graph.entities.names(list(seeds))
@@ -148,8 +159,8 @@ class PPR:
     @staticmethod
     def _rank(ctx: Context, qvec: np.ndarray, pool: list[tuple[int, float]], eg: EntityGraph,
               passage_scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-        order = np.argsort(-passage_scores, kind="stable")
-        with_mass = [(eg.passages[i], float(passage_scores[i])) for i in order[: max(k * 4, 50)] if passage_scores[i] > 0]
+        order = top_order(passage_scores, max(k * 4, 50))
+        with_mass = [(eg.passages[i], float(passage_scores[i])) for i in order if passage_scores[i] > 0]
         with_mass = ctx.keep(with_mass)
         dense = dict(pool)
         unknown = [pid for pid, _ in with_mass if pid not in dense]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
@@ -16,10 +17,21 @@ if TYPE_CHECKING:
 EmbedFn = Callable[[list[str]], np.ndarray]
 
 
+# Up to this many entities a query's nearest ones come from vec0's exact scan (a few ms each);
+# above, from the second lookup of a process on, from an in-memory sign-bit prefilter and exact
+# rescoring of LOOKUP_CANDIDATES rows (docs/benchmarks.md "Scale": the seed lookups were most
+# of `ppr` at 100k passages; loading the vectors takes ~1 s there, which a one-question process skips).
+EXACT_LIMIT = 20_000
+LOOKUP_CANDIDATES = 800
+
+
 class Entities:
     def __init__(self, store: "Store") -> None:
         self.s = store
-        self.matrix = EntityMatrix(store)
+        self.matrix = EntityMatrix(store)  # the graph phase's (coreference), written inside its transactions
+        self._lookup = EntityMatrix(store)  # the readers' (query seeds), kept apart from the writer's
+        self._lookup_lock = threading.Lock()
+        self._lookups = 0
 
     def id(self, name: str) -> int | None:
         row = self.s.one("SELECT id FROM entities WHERE name = ?", (name,))
@@ -55,6 +67,21 @@ class Entities:
             (to_blob(vec), min(int(k), 4096)),
         )
         return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+
+    def nearest(self, vecs: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """``knn`` of each vector: exact through vec0 on small graphs, prefiltered in memory on large ones."""
+        vecs = np.atleast_2d(np.asarray(vecs, dtype=np.float32))
+        with self._lookup_lock:
+            self._lookups += 1
+            in_memory = self._lookups > 1 and self.count() > EXACT_LIMIT
+        if not in_memory:  # a process that asks once (a CLI `ask`) does not pay for loading every vector
+            return [self.knn(v, k) for v in vecs]
+        with self._lookup_lock:
+            self._lookup.check()
+            return self._lookup.nearest(vecs, k, max(LOOKUP_CANDIDATES, 16 * k))
+
+    def count(self) -> int:
+        return int(self.s.one("SELECT COUNT(*) FROM entities")[0])
 
     def all(self) -> dict[int, str]:
         return {int(i): n for i, n in self.s.query("SELECT id, name FROM entities ORDER BY id")}

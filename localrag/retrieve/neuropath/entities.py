@@ -88,8 +88,7 @@ def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, st
         return []
     vecs = ctx.embedder.encode(list(entities))
     out = []
-    for text, vec in zip(entities, vecs):
-        hit = ctx.store.graph.entities.knn(vec, 1)
+    for text, hit in zip(entities, ctx.store.graph.entities.nearest(vecs, 1)):
         if hit:
             eid, sim = hit[0]
             out.append((text, eid, "", sim))

@@ -110,7 +110,7 @@ class Remind:
     # ------------------------------------------------------------------------------------------
     def _seeds(self, ctx: Context, graph: RemindGraph, trace: Trace) -> list[Node]:
         cfg = ctx.settings.remind
-        ents = ctx.store.graph.entities.knn(graph.q, cfg.seeds) if cfg.seeds > 0 else []
+        ents = ctx.store.graph.entities.nearest(graph.q, cfg.seeds)[0] if cfg.seeds > 0 else []
         pas = ctx.store.vectors.knn(graph.q, cfg.seed_passages) if cfg.seed_passages > 0 else []
         seeds = [entity(e) for e, _ in ents] + [passage(p) for p, _ in pas]
         trace.add(SeedsStep(tuple(NodeSeed(graph.label(n), n.id, n.kind, round(s, 4)) for n, (_, s) in zip(seeds, ents + pas))))
