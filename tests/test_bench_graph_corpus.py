@@ -49,3 +49,18 @@ def test_instant_model_answers_the_neuropath_schemas():
     lines = "Query: q\nPaths:\n0: a->b->c\n1: d->e-><expandable> [f]\n2: g->h->i\nOutput:"
     track = llm.chat([{"role": "user", "content": lines}], phase="track")
     assert '"valid_ids": [0, 1]' in track.text and '"need_expand_ids": [1]' in track.text and '"continue": 1' in track.text
+
+
+def test_graph_scale_smoke_run_then_queries_only(tmp_path, embedder):
+    from localrag_bench.scale_graph import run_graph_latency, run_graph_scale
+
+    work = tmp_path / "g"
+    result = run_graph_scale(60, 3, work, embedder=embedder)
+    assert result.graph.passages == result.indexed_passages >= 60
+    assert result.graph_counts["entities"] > 0 and result.graph_counts["graph_queue"] == 0
+    assert result.edit.graph_passages == 1  # the edited file's changed passage only
+    assert result.cold_ask_graph_loaded in {"saved", "updated"}
+    assert {x.name.split(",")[0].split(" ")[0] for x in result.latency} >= {"ppr", "neuropath"}
+    again = run_graph_latency(60, 3, work, neuropath_queries=1, cold_asks=1, embedder=embedder)
+    assert len(again.cold_ask_seconds) == 1 and again.indexed_passages == result.indexed_passages
+    assert next(x for x in again.latency if x.name.startswith("neuropath")).queries == 1
