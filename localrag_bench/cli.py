@@ -96,6 +96,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "links; fast phase, graph phase (rules) with its time per step, re-index, one-file edit, "
                    "ppr / graph fusion / NeuroPath (instant model) latency, cold `ask` (default work dir "
                    "~/.cache/localrag/bench/scale-graph-N-seedS; --seed default 11)")
+    s.add_argument("--notes", metavar="DIR",
+                   help="with --graph: both indexing phases on this folder of real notes instead of a generated "
+                   "one (throughput in passages/s and tokens/s; the index goes in --work, default a temporary folder)")
     s.add_argument("--queries-only", action="store_true",
                    help="with --graph: time the queries and five cold asks again on the index an earlier "
                    "--graph run left in the work dir (after a change to retrieval), nothing else")

@@ -11,6 +11,7 @@ import contextlib
 import datetime as _dt
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -28,7 +29,7 @@ from localrag_bench.rounds import parse_rounds, rounds_for, run_rounds
 from localrag_bench.rounds_report import has_rounds, markdown_rounds, plot_rounds, print_rounds_result
 from localrag_bench.runner import BenchError, BenchSpec, RunOptions, run_bench
 from localrag_bench.scale import run_scale, write_scale_result
-from localrag_bench.scale_graph import run_graph_latency, run_graph_scale, write_graph_scale_result
+from localrag_bench.scale_graph import run_folder_scale, run_graph_latency, run_graph_scale, write_graph_scale_result
 
 DEFAULT_RESULTS = Path("bench-results")
 
@@ -180,6 +181,8 @@ def run_graph_scale_command(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed != 7 else 11  # 7 is the plain scale corpus's default
     if args.queries_only:
         return run_graph_latency_command(args, seed)
+    if args.notes:
+        return run_folder_scale_command(args)
     try:
         result = run_graph_scale(args.passages, args.queries, Path(args.work) if args.work else None, seed=seed,
                                  fresh=args.fresh, log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
@@ -189,6 +192,29 @@ def run_graph_scale_command(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else DEFAULT_RESULTS / f"scale-graph-{args.passages}.json"
     write_graph_scale_result(result, out)
     console.print(f"result written to {out}")
+    return 0
+
+
+def run_folder_scale_command(args: argparse.Namespace) -> int:
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="localrag-scale-notes-"))
+    try:
+        result = run_folder_scale(Path(args.notes), work, log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    out = wide_console()
+    table = Table(title=f"{result.folder}: {result.fast.passages:,} passages in {result.files:,} files", title_justify="left")
+    for name in ("phase", "passages", "wall s", "CPU s", "passages/s", "tokens/s", "wordpieces/s", "passages/CPU-s"):
+        table.add_column(name, justify="left" if name == "phase" else "right")
+    for label, ph in (("fast (embed + store)", result.fast), ("graph (rules)", result.graph)):
+        r = ph.summary()
+        table.add_row(label, f"{ph.passages:,}", f"{ph.seconds:,.1f}", f"{ph.cpu_seconds:,.1f}", f"{r['passages_per_s']:,.1f}",
+                      f"{r['tokens_per_s']:,.0f}", f"{r['wordpieces_per_s']:,.0f}", f"{r['passages_per_cpu_s']:,.1f}")
+    out.print(table)
+    out.print("graph phase steps (s): " + ", ".join(f"{k} {v:,.1f}" for k, v in result.graph_steps.items()))
+    out.print(f"graph: {result.graph_counts} · peak RSS {result.peak_rss_mb_graph:,.0f} MB · db {result.db_bytes / 1e6:,.0f} MB")
+    dest = Path(args.out) if args.out else DEFAULT_RESULTS / "scale-graph-notes.json"
+    write_graph_scale_result(result, dest)
+    console.print(f"result written to {dest}")
     return 0
 
 

@@ -110,9 +110,10 @@ class GraphScaleResult:
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the chunker's word-tokens
 
 
-def rules_index(work: Path, db: Path, embedder: Any = None, **overrides: Any) -> Index:
-    """The index ``db`` of the notes in ``work/notes``, with the rules extractor (no model) unless overridden."""
-    settings = load_settings(work / "notes", {"db": str(db), "index.extractor": "rules", **overrides}, env={})
+def rules_index(work: Path, db: Path, embedder: Any = None, folder: Path | None = None, **overrides: Any) -> Index:
+    """The index ``db`` of the notes in ``folder`` (default ``work/notes``), with the rules extractor
+    (no model) unless overridden."""
+    settings = load_settings(folder or work / "notes", {"db": str(db), "index.extractor": "rules", **overrides}, env={})
     return Index(settings, embedder)
 
 
@@ -156,9 +157,10 @@ def fast_phase(work: Path, notes: list[GraphNote], embedder: Any, fresh: bool,
     return figures, rss_mb()
 
 
-def graph_phase(work: Path, embedder: Any, log: Callable[[str], None]) -> tuple[PhaseFigures, dict, dict, int]:
+def graph_phase(work: Path, embedder: Any, log: Callable[[str], None],
+                folder: Path | None = None) -> tuple[PhaseFigures, dict, dict, int]:
     """The rules graph phase on a fresh copy of fast.db: figures, seconds per step, row counts, db bytes."""
-    index = rules_index(work, copy_index(work / FAST_DB, work / "index.db"), embedder)
+    index = rules_index(work, copy_index(work / FAST_DB, work / "index.db"), embedder, folder)
     try:
         queued = index.store.graph.queue.length()
         log(f"graph phase (rules): {queued:,} passages queued")
@@ -274,6 +276,54 @@ def run_graph_scale(n_passages: int, n_queries: int = 100, work_dir: Path | None
 
 
 @dataclass
+class FolderScaleResult:
+    """``--notes DIR``: both indexing phases on a folder of real notes (no generated questions, no edit)."""
+
+    folder: str
+    files: int
+    fast: PhaseFigures
+    graph: PhaseFigures
+    graph_steps: dict[str, float]
+    graph_counts: dict[str, int]
+    peak_rss_mb_fast: float
+    peak_rss_mb_graph: float
+    db_bytes: int
+    machine: MachineInfo
+    created: str
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["fast"]["rates"] = self.fast.summary()
+        out["graph"]["rates"] = self.graph.summary()
+        return out
+
+
+def run_folder_scale(folder: Path, work: Path, *, embedder: Any = None,
+                     log: Callable[[str], None] = lambda s: None) -> FolderScaleResult:
+    """The fast phase from scratch, then the rules graph phase, on ``folder``; the index in ``work``."""
+    folder, work = folder.expanduser().resolve(), work.expanduser().resolve()
+    if not folder.is_dir():
+        raise ValueError(f"--notes: no folder {folder}")
+    work.mkdir(parents=True, exist_ok=True)
+    machine = machine_info()
+    embedder = embedder or default_embedder()
+    db = work / FAST_DB
+    remove_db(db)
+    index = rules_index(work, db, embedder, folder)
+    try:
+        log(f"fast phase: {folder}")
+        fast, _ = _timed_phase(index, index.sync, lambda r: r.passages_added)
+        files = index.store.docs.count()
+    finally:
+        index.close()
+    rss_fast = rss_mb()
+    graph, steps, counts, size = graph_phase(work, embedder, log, folder)
+    machine.load_after = [round(x, 2) for x in os.getloadavg()]
+    return FolderScaleResult(str(folder), files, fast, graph, steps, counts, round(rss_fast, 1), round(rss_mb(), 1), size,
+                             machine, _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+@dataclass
 class GraphLatencyResult:
     """``--queries-only``: query latency and cold asks again, on the index an earlier run left."""
 
@@ -320,7 +370,7 @@ def _default_dir(n_passages: int, seed: int) -> Path:
     return bench_cache_root() / f"scale-graph-{n_passages}-seed{seed}"
 
 
-def write_graph_scale_result(result: GraphScaleResult | GraphLatencyResult, path: Path) -> Path:
+def write_graph_scale_result(result: GraphScaleResult | GraphLatencyResult | FolderScaleResult, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result.to_json(), indent=1) + "\n", encoding="utf-8")
     return path

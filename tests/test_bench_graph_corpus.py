@@ -64,3 +64,14 @@ def test_graph_scale_smoke_run_then_queries_only(tmp_path, embedder):
     again = run_graph_latency(60, 3, work, neuropath_queries=1, cold_asks=1, embedder=embedder)
     assert len(again.cold_ask_seconds) == 1 and again.indexed_passages == result.indexed_passages
     assert next(x for x in again.latency if x.name.startswith("neuropath")).queries == 1
+
+
+def test_folder_scale_indexes_real_notes_in_both_phases(tmp_path, embedder):
+    from conftest import EXAMPLES
+
+    from localrag_bench.scale_graph import run_folder_scale
+
+    result = run_folder_scale(EXAMPLES, tmp_path / "work", embedder=embedder)
+    assert result.fast.passages == result.graph.passages > 0 and result.fast.tokens > result.fast.passages
+    assert result.files == len([p for p in EXAMPLES.rglob("*.md")])
+    assert result.graph_counts["facts"] > 0 and set(result.graph_steps) >= {"extract", "write"}
