@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from localrag.commands.common import add_folder, console, settings_from
+from localrag.commands.common import UserError, add_folder, console, settings_from
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -56,7 +56,10 @@ def reset(args: argparse.Namespace) -> int:
     try:
         if not args.yes:
             n = index.store.memory.count()
-            answer = console.input(f"forget {n} edge memories in {index.folder}? [y/N] ")
+            try:
+                answer = console.input(f"forget {n} edge memories in {index.folder}? [y/N] ")
+            except EOFError:  # no terminal to ask (a script, a pipe): nothing is forgotten without --yes
+                raise UserError("memory reset needs a yes: no answer on stdin (pass --yes in scripts)") from None
             if answer.strip().lower() not in {"y", "yes"}:
                 console.print("kept")
                 return 1
