@@ -202,14 +202,8 @@ def run_folder_scale_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     out = wide_console()
-    table = Table(title=f"{result.folder}: {result.fast.passages:,} passages in {result.files:,} files", title_justify="left")
-    for name in ("phase", "passages", "wall s", "CPU s", "passages/s", "tokens/s", "wordpieces/s", "passages/CPU-s"):
-        table.add_column(name, justify="left" if name == "phase" else "right")
-    for label, ph in (("fast (embed + store)", result.fast), ("graph (rules)", result.graph)):
-        r = ph.summary()
-        table.add_row(label, f"{ph.passages:,}", f"{ph.seconds:,.1f}", f"{ph.cpu_seconds:,.1f}", f"{r['passages_per_s']:,.1f}",
-                      f"{r['tokens_per_s']:,.0f}", f"{r['wordpieces_per_s']:,.0f}", f"{r['passages_per_cpu_s']:,.1f}")
-    out.print(table)
+    out.print(phase_table(f"{result.folder}: {result.fast.passages:,} passages in {result.files:,} files",
+                          result.fast, result.graph))
     out.print("graph phase steps (s): " + ", ".join(f"{k} {v:,.1f}" for k, v in result.graph_steps.items()))
     out.print(f"graph: {result.graph_counts} · peak RSS {result.peak_rss_mb_graph:,.0f} MB · db {result.db_bytes / 1e6:,.0f} MB")
     dest = Path(args.out) if args.out else DEFAULT_RESULTS / "scale-graph-notes.json"
@@ -234,17 +228,22 @@ def run_graph_latency_command(args: argparse.Namespace, seed: int) -> int:
     return 0
 
 
+def phase_table(title: str, fast: Any, graph: Any) -> Table:
+    """The fast and graph phases' figures, one row each."""
+    table = Table(title=title, title_justify="left")
+    for name in ("phase", "passages", "wall s", "CPU s", "passages/s", "tokens/s", "wordpieces/s", "passages/CPU-s", "load"):
+        table.add_column(name, justify="left" if name == "phase" else "right")
+    for label, ph in (("fast (embed + store)", fast), ("graph (rules)", graph)):
+        r = ph.summary()
+        table.add_row(label, f"{ph.passages:,}", f"{ph.seconds:,.1f}", f"{ph.cpu_seconds:,.1f}", f"{r['passages_per_s']:,.1f}",
+                      f"{r['tokens_per_s']:,.0f}", f"{r['wordpieces_per_s']:,.0f}", f"{r['passages_per_cpu_s']:,.1f}",
+                      " ".join(f"{x:.1f}" for x in ph.load))
+    return table
+
+
 def print_graph_scale(result) -> None:
     out = wide_console()
-    table = Table(title=f"{result.indexed_passages:,} passages in {result.files:,} files", title_justify="left")
-    for name in ("phase", "passages", "wall s", "CPU s", "passages/s", "tokens/s", "passages/CPU-s", "load"):
-        table.add_column(name, justify="left" if name == "phase" else "right")
-    for label, ph in (("fast (embed + store)", result.fast), ("graph (rules)", result.graph)):
-        r = ph.summary()
-        table.add_row(label, f"{ph.passages:,}", f"{ph.seconds:,.1f}", f"{ph.cpu_seconds:,.1f}",
-                      f"{r['passages_per_s']:,.1f}", f"{r['tokens_per_s']:,.0f}", f"{r['passages_per_cpu_s']:,.1f}",
-                      " ".join(f"{x:.1f}" for x in ph.load))
-    out.print(table)
+    out.print(phase_table(f"{result.indexed_passages:,} passages in {result.files:,} files", result.fast, result.graph))
     total = sum(result.graph_steps.values()) or 1.0
     out.print("graph phase steps (s; embed runs on a worker thread, overlapping the rest): " + ", ".join(
         f"{k} {v:,.1f} ({v / total:.0%})" for k, v in result.graph_steps.items()))
