@@ -196,6 +196,8 @@ def run_graph_scale_command(args: argparse.Namespace) -> int:
 
 
 def run_folder_scale_command(args: argparse.Namespace) -> int:
+    if not Path(args.notes).expanduser().is_dir():
+        raise UserError(f"--notes: no folder {args.notes}")
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="localrag-scale-notes-"))
     try:
         result = run_folder_scale(Path(args.notes), work, log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
