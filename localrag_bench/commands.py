@@ -11,7 +11,6 @@ import contextlib
 import datetime as _dt
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -196,11 +195,9 @@ def run_graph_scale_command(args: argparse.Namespace) -> int:
 
 
 def run_folder_scale_command(args: argparse.Namespace) -> int:
-    if not Path(args.notes).expanduser().is_dir():
-        raise UserError(f"--notes: no folder {args.notes}")
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="localrag-scale-notes-"))
     try:
-        result = run_folder_scale(Path(args.notes), work, log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
+        result = run_folder_scale(Path(args.notes), Path(args.work) if args.work else None,
+                                  log=lambda msg: err_console.print(f"[dim]{msg}[/]"))
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     out = wide_console()

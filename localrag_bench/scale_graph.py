@@ -26,6 +26,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -298,12 +299,14 @@ class FolderScaleResult:
         return out
 
 
-def run_folder_scale(folder: Path, work: Path, *, embedder: Any = None,
+def run_folder_scale(folder: Path, work: Path | None, *, embedder: Any = None,
                      log: Callable[[str], None] = lambda s: None) -> FolderScaleResult:
-    """The fast phase from scratch, then the rules graph phase, on ``folder``; the index in ``work``."""
-    folder, work = folder.expanduser().resolve(), work.expanduser().resolve()
+    """The fast phase from scratch, then the rules graph phase, on ``folder``; the index in ``work``
+    (None: a new temporary folder)."""
+    folder = folder.expanduser().resolve()
     if not folder.is_dir():
         raise ValueError(f"--notes: no folder {folder}")
+    work = work.expanduser().resolve() if work else Path(tempfile.mkdtemp(prefix="localrag-scale-notes-"))
     work.mkdir(parents=True, exist_ok=True)
     machine = machine_info()
     embedder = embedder or default_embedder()

@@ -116,8 +116,6 @@ def question_type(shape: Shape, question: str = "") -> str:
     return qtype
 
 
-
-
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from localrag.store.vectors import from_blob, sign_bits
+from localrag.store.vectors import from_blob, hamming, sign_bits
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
@@ -146,10 +146,7 @@ class EntityMatrix:
         columns = self._sign_columns()
         out: list[list[tuple[int, float]]] = []
         for q in queries:
-            words = sign_bits(q)[0]
-            distances = np.bitwise_count(columns[0] ^ words[0]).astype(np.uint16)
-            for i in range(1, len(words)):
-                distances += np.bitwise_count(columns[i] ^ words[i])
+            distances = hamming(columns, sign_bits(q)[0])
             n_cand = min(max(candidates, k), self._n)
             picked = np.argpartition(distances, n_cand - 1)[:n_cand] if n_cand < self._n else np.arange(self._n)
             sims = (self._vecs[picked] @ q).astype(np.float64)

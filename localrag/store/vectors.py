@@ -57,10 +57,15 @@ class _BitsCache:
     columns: np.ndarray  # (dim/64, n) uint64 sign bits, word-major: the Hamming sum adds whole rows (5x faster)
 
     def hamming(self, query_words: np.ndarray) -> np.ndarray:
-        total = np.bitwise_count(self.columns[0] ^ query_words[0]).astype(np.uint16)
-        for i in range(1, len(query_words)):
-            total += np.bitwise_count(self.columns[i] ^ query_words[i])
-        return total
+        return hamming(self.columns, query_words)
+
+
+def hamming(columns: np.ndarray, query_words: np.ndarray) -> np.ndarray:
+    """Hamming distance of one query's sign bits to every column of a word-major bit matrix."""
+    total = np.bitwise_count(columns[0] ^ query_words[0]).astype(np.uint16)
+    for i in range(1, len(query_words)):
+        total += np.bitwise_count(columns[i] ^ query_words[i])
+    return total
 
 
 class PassageVectors:
