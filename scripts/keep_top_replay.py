@@ -24,7 +24,7 @@ from localrag.config import load_settings
 from localrag.retrieve.base import Context
 from localrag.retrieve.fusion import rrf_onto
 from localrag.retrieve.graph import graph_ranked
-from localrag_bench.data import load_dataset
+from localrag_bench.data import BenchDataError, load_dataset
 from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
 from localrag_bench.runner import completion_input
 
@@ -52,7 +52,10 @@ def main() -> None:
     args = ap.parse_args()
     for path in args.results:
         saved = json.load(open(path))
-        dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
+        try:
+            dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
+        except BenchDataError as exc:  # a --notes run (a folder + questions file) is not replayed here
+            raise SystemExit(f"error: {path}: {exc}") from None
         work = Path(saved["index"]["work_dir"])
         # opened as stored: passage ids stay those the records name
         index = Index(load_settings(work / "notes", {"memory.enabled": False, "db": str(work / "index.db")}))
