@@ -4,9 +4,11 @@
     python scripts/answer_sweeps.py abstain --data DIR [--ids FILE] [--limit N] [--strategy graph]
     python scripts/answer_sweeps.py candidates --data DIR [--ids FILE] [--limit N] [--strategy graph]
 
-evidence: for each bridge bonus / sentences per note / diversity margin, how many questions
-whose recall@5 is 1 have a gold answer in the three shown sentences (the order of
-localrag.answer.evidence.order_evidence).
+evidence: for each residual weight / bridge bonus / sentences per note / diversity margin, how
+many questions whose recall@5 is 1 have a gold answer in the three shown sentences (the order of
+localrag.answer.evidence.with_residual, then order_evidence).
+candidates: for each weight of the candidates' residual feature (with the evidence's residual weight
+at 0 and at its default), the span questions whose gold answer is first / among the kept / anywhere.
 abstain: for each rule "the question's names are (not) in the retrieved notes" x "best
 evidence cosine < t", the share of questions abstained on, answerable and with every
 asked question's gold passages dropped from the corpus (the second index is built once,
@@ -18,13 +20,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from localrag.answer.evidence import EvidenceSentence, order_evidence, path_facts, rank_evidence, title_key  # noqa: E402
+from localrag.answer.evidence import (  # noqa: E402
+    RESIDUAL_WEIGHT, EvidenceSentence, order_evidence, path_facts, rank_evidence, title_key, with_residual)
 from localrag.answer import prior  # noqa: E402
 from localrag.answer.shape import CHOICE, YESNO, classify  # noqa: E402
 from localrag.answer.spans import NGRAM_STOP  # noqa: E402
@@ -41,7 +44,7 @@ from localrag_bench.runner import BenchSpec, RunOptions, gold_in_evidence, open_
 class Asked:
     question: Question
     passages: list[Passage]
-    evidence: list[EvidenceSentence]  # by cosine, best first
+    evidence: list[EvidenceSentence]  # by cosine, best first (their score: with the default residual weight)
     recall5: float | None
 
 
@@ -56,7 +59,7 @@ def retrieve_all(data: str, ids: str | None, limit: int | None, strategy: str, d
             retrieval = assistant.retrieve(q.question, strategy, 10)
             passages = [sp.passage for sp in retrieval.passages[:5]]
             ranked = sorted(rank_evidence(index.embedder, q.question, passages, facts=path_facts(retrieval)),
-                            key=lambda e: -e.score)
+                            key=lambda e: -e.similarity)
             docs = list(dict.fromkeys(d for d in (dataset.doc_of(sp.passage.path) for sp in retrieval.passages)
                                       if d is not None))
             out.append(Asked(q, passages, ranked, recall_at_k(docs, q.gold_doc_ids, 5)))
@@ -65,41 +68,48 @@ def retrieve_all(data: str, ids: str | None, limit: int | None, strategy: str, d
         index.close()
 
 
-def _shown(question: str, ranked: list[EvidenceSentence], bridge: float, per_note: int, within: float) -> list[str]:
-    return [e.plain for e in order_evidence(question, ranked, bridge=bridge, per_note=per_note, within=within)[:3]]
+def _shown(question: str, ranked: list[EvidenceSentence], residual: float, bridge: float, per_note: int,
+           within: float) -> list[str]:
+    rescored = with_residual(question, ranked, residual)
+    return [e.plain for e in order_evidence(question, rescored, bridge=bridge, per_note=per_note, within=within)[:3]]
 
 
 def count_candidates(asked: list[Asked]) -> None:
     """Span questions whose gold answer is the ranking's first, among the kept choices, among all candidates."""
     settings = AnswerSettings()
-    first = kept = anywhere = spans = 0
-    for a in asked:
-        shape = classify(a.question.question)
-        if not shape.short or shape.qtype in (CHOICE, YESNO):
-            continue
-        spans += 1
-        evidence = order_evidence(a.question.question, a.evidence)
-        found = prior.candidates(a.question.question, evidence, span_sentences=settings.span_sentences,
-                                 ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
-                                 ngram_stop=NGRAM_STOP)
-        texts = [c.text for c in prior.rank(a.question.question, shape, found, evidence)]
-        hits = [bool(exact_match(t, a.question.answers)) for t in texts]
-        first += bool(hits[:1] and hits[0])
-        kept += any(hits[:settings.max_choices])
-        anywhere += any(hits)
-    print(f"{spans} span questions: gold answer first {first}, among the {settings.max_choices} kept {kept}, "
-          f"among all candidates {anywhere}")
+    print("| evidence residual | candidate residual | span questions | gold first | among the kept | anywhere |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for evidence_residual, candidate_residual in itertools.product([0.0, RESIDUAL_WEIGHT], [0.0, 0.5, 1.0, 1.5]):
+        weights = replace(prior.WEIGHTS, residual=candidate_residual)
+        first = kept = anywhere = spans = 0
+        for a in asked:
+            shape = classify(a.question.question)
+            if not shape.short or shape.qtype in (CHOICE, YESNO):
+                continue
+            spans += 1
+            evidence = order_evidence(a.question.question, with_residual(a.question.question, a.evidence,
+                                                                         evidence_residual))
+            found = prior.candidates(a.question.question, evidence, span_sentences=settings.span_sentences,
+                                     ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
+                                     ngram_stop=NGRAM_STOP)
+            texts = [c.text for c in prior.rank(a.question.question, shape, found, evidence, weights)]
+            hits = [bool(exact_match(t, a.question.answers)) for t in texts]
+            first += bool(hits[:1] and hits[0])
+            kept += any(hits[:settings.max_choices])
+            anywhere += any(hits)
+        print(f"| {evidence_residual:g} | {candidate_residual:g} | {spans} | {first} | {kept} | {anywhere} |")
 
 
 def sweep_evidence(asked: list[Asked]) -> None:
     full = [a for a in asked if a.recall5 == 1.0]
     print(f"{len(full)} of {len(asked)} questions have recall@5 = 1")
-    print("| bridge | per note | within | gold in the 3 shown (R@5 = 1) |\n|---:|---:|---:|---:|")
-    for bridge, per_note, within in itertools.product([0.0, 0.1, 0.2, 0.3], [1, 2, 3], [0.1, 0.2, 9.0]):
-        hits = [gold_in_evidence(_shown(a.question.question, a.evidence, bridge, per_note, within), a.question.answers)
-                for a in full]
+    print("| residual | bridge | per note | within | gold in the 3 shown (R@5 = 1) |\n|---:|---:|---:|---:|---:|")
+    for residual, bridge, per_note, within in itertools.product([0.0, 0.1, 0.2, 0.3, 0.4, 0.5], [0.0, 0.3], [1, 2],
+                                                                [0.1, 9.0]):
+        hits = [gold_in_evidence(_shown(a.question.question, a.evidence, residual, bridge, per_note, within),
+                                 a.question.answers) for a in full]
         scored = [h for h in hits if h is not None]
-        print(f"| {bridge:g} | {per_note} | {within:g} | {sum(scored)}/{len(scored)} = "
+        print(f"| {residual:g} | {bridge:g} | {per_note} | {within:g} | {sum(scored)}/{len(scored)} = "
               f"{sum(scored) / max(len(scored), 1):.3f} |")
 
 
@@ -111,7 +121,7 @@ def _signals(a: Asked) -> tuple[float, float, float]:
     titles = [title_key(p.title) for p in a.passages]
     in_text = sum(1 for n in names if f" {title_key(n)} " in text) / len(names) if names else 1.0
     in_titles = sum(1 for n in names if any(title_key(n) == t for t in titles)) / len(names) if names else 1.0
-    return in_text, in_titles, max((e.score for e in a.evidence), default=0.0)
+    return in_text, in_titles, max((e.similarity for e in a.evidence), default=0.0)
 
 
 def sweep_abstain(answerable: list[Asked], dropped: list[Asked]) -> None:

@@ -3,16 +3,18 @@ and the no-model ranking of candidate spans (localrag/answer/compare.py, prior.p
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from scripted_llm import ScriptedLLM
 
 from localrag.answer.compare import decide_choice, decide_same, life_date, nationality, person_of, work_date
-from localrag.answer.evidence import EvidenceSentence
+from localrag.answer import prior
+from localrag.answer.evidence import RESIDUAL_WEIGHT, EvidenceSentence, order_evidence, with_residual
 from localrag.answer.prior import head_noun, question_type
 from localrag.answer.shape import classify
-from localrag.answer.spans import build_choices
+from localrag.answer.spans import NGRAM_STOP, build_choices
 from localrag.api import Assistant, Index
 from localrag.records import Passage
 
@@ -111,6 +113,28 @@ def test_ranking_puts_the_asked_kind_first():
     when = build_choices("When was Ann Vale born?", classify("When was Ann Vale born?"), evidence)
     assert when.texts[0] == "16 March 1890", when.texts
     assert "Ann Vale" not in where.texts, "the question's own words are never the answer"
+
+
+def test_the_next_hop_answer_is_kept_among_the_choices():
+    """The answer sits beside the words the best sentence leaves out; without that it is not among the 8 kept."""
+    film = Passage(1, 1, "piper.md", "The Piper", 0, "The Piper", FILM_SENTENCE, "sha", 1, 1)
+    vale = Passage(2, 2, "vale.md", "Helen Vale", 0, "Helen Vale", "", "sha", 1, 3)
+    question = "The Piper is a 2001 comedy film featuring an American actress who starred in what for seven years?"
+    by_cosine = [EvidenceSentence(t, t, p, 1 + (p is vale), 1, "sentence", c, c) for p, t, c in (
+        (film, FILM_SENTENCE, 0.8), (vale, "Helen Vale grew up in Leeds.", 0.5), (vale, "She studied drama in London.", 0.45),
+        (vale, "She starred in the sitcom Harbour Lights for seven years.", 0.3))]
+
+    def place(residual_weight: float, weights: prior.PriorWeights) -> int:
+        evidence = order_evidence(question, with_residual(question, by_cosine, residual_weight))
+        found = prior.candidates(question, evidence, span_sentences=10, ngram_sentences=6, max_ngram=4,
+                                 ngram_stop=NGRAM_STOP)
+        return [c.text for c in prior.rank(question, classify(question), found, evidence, weights)].index("Harbour Lights")
+
+    assert place(RESIDUAL_WEIGHT, prior.WEIGHTS) < 3
+    assert place(0.0, replace(prior.WEIGHTS, residual=0.0)) >= 8
+
+
+FILM_SENTENCE = "The Piper is a 2001 comedy film featuring the American actress Helen Vale."
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from rich.console import Console
 
 from localrag.answer import Answer, Citation, checked_reply, strip_markup
-from localrag.answer.evidence import EvidenceSentence, rank_evidence, split_units
+from localrag.answer.evidence import EvidenceSentence, rank_evidence, residual_words, split_units, with_residual
 from localrag.answer.shape import classify
 from localrag.answer.spans import NOT_IN_NOTES, build_choices, ngrams
 from localrag.llm.grammar import choice_grammar, choice_schema, grammar_language
@@ -78,10 +78,36 @@ def test_question_shapes():
         "How does the backup rotation work?": ("open", "open", ()),
         "Why was the meeting moved?": ("open", "open", ()),
         "Summarise the guild meeting log.": ("open", "open", ()),
+        # the asking word, not a relative pronoun before it
+        "The Piper is a film featuring an actress who starred in what for seven years?": ("short", "what", ()),
+        "What show does a retired player, who missed a season, host?": ("short", "what", ()),
+        "Under what name did the guitarist release the album when he left?": ("short", "what", ()),
+        "When was the company founded for which she resigned?": ("short", "when", ()),
+        "He has sold more than how many records worldwide?": ("short", "how many", ()),
     }
     for question, (kind, qtype, options) in cases.items():
         shape = classify(question)
         assert (shape.kind, shape.qtype, shape.options) == (kind, qtype, options), question
+
+
+def test_a_sentence_saying_what_the_best_one_leaves_out_is_shown():
+    """Two hops: the best sentence names the actress, the one with the answer says "starred … seven years"."""
+    film = _passage("The Piper is a 2001 comedy film featuring the American actress Helen Vale.", 1, "piper.md", "The Piper")
+    vale = _passage("Helen Vale grew up in Leeds. She studied drama in London.\n\n"
+                    "She starred in the sitcom Harbour Lights for seven years.", 2, "vale.md", "Helen Vale")
+    question = "The Piper is a 2001 comedy film featuring an American actress who starred in what for seven years?"
+    by_cosine = _ranked_by_cosine(film, vale)
+    words = residual_words(question, by_cosine)
+    assert {"starred", "seven", "years"} <= words and "comedy" not in words
+    shown = [e.plain for e in with_residual(question, by_cosine)[:2]]
+    assert any("seven years" in s for s in shown), shown
+
+
+def _ranked_by_cosine(film: Passage, vale: Passage) -> list[EvidenceSentence]:
+    """Fixed cosines, the best on the film's note: the residual words alone must lift the answering one."""
+    texts = [(film, film.text, 0.8), (vale, "Helen Vale grew up in Leeds.", 0.5), (vale, "She studied drama in London.", 0.45),
+             (vale, "She starred in the sitcom Harbour Lights for seven years.", 0.3)]
+    return [EvidenceSentence(t, t, p, 1 + (p is vale), 1, "sentence", c, c) for p, t, c in texts]
 
 
 def _evidence(texts: list[str]) -> list[EvidenceSentence]:

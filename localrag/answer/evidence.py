@@ -9,13 +9,14 @@ chain the strategy found) with the embedder already loaded: no LLM.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 from markdown_it import MarkdownIt
 
+from localrag.answer.words import content_words, coverage, stem, stems
 from localrag.embed import Embedder
 from localrag.kg.spans import clean_markup, sentences
 from localrag.records import Passage, Retrieval
@@ -28,6 +29,10 @@ DEFAULT_SHOWN = 3
 BRIDGE_BONUS = 0.3
 PER_NOTE_SHOWN = 1  # the shown sentences come from different passages …
 DIVERSE_WITHIN = 0.1  # … among those scoring within this of the best (an unrelated note gets no place)
+# a sentence that says the question's words the best-matching sentence leaves out holds the next hop:
+# "… an actress who starred in what for seven years?" -> "She starred in … for seven years"; chosen on
+# the dev questions, docs/benchmarks.md "Answers"
+RESIDUAL_WEIGHT = 0.3
 MAX_UNIT_CHARS = 600  # a very long unit (a code block, a giant table row) is cut for display and embedding
 
 
@@ -49,7 +54,13 @@ class EvidenceSentence:
     rank: int  # 1-based rank of its passage in the retrieval
     line: int  # the line of the note it starts on
     kind: str
-    score: float  # cosine similarity to the question (and path facts)
+    score: float  # what it is ranked by: cosine + RESIDUAL_WEIGHT x its share of the residual words
+    cosine: float | None = None  # cosine similarity to the question (and path facts); None: = score
+
+    @property
+    def similarity(self) -> float:
+        """Its cosine to the question: what abstention compares, unlike ``score``, which ranks."""
+        return self.score if self.cosine is None else self.cosine
 
     @property
     def location(self) -> str:
@@ -57,7 +68,8 @@ class EvidenceSentence:
 
     def to_json(self) -> dict:
         return {"text": self.text, "path": self.passage.path, "line": self.line, "location": self.location,
-                "passage_rank": self.rank, "kind": self.kind, "score": round(self.score, 4)}
+                "passage_rank": self.rank, "kind": self.kind, "score": round(self.score, 4),
+                "similarity": round(self.similarity, 4)}
 
 
 @lru_cache(maxsize=1)
@@ -224,7 +236,8 @@ def order_evidence(question: str, ranked: Sequence[EvidenceSentence], shown: int
 
 
 def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage], *, facts: str = "",
-                  facts_weight: float = 0.3, with_title: bool = False) -> list[EvidenceSentence]:
+                  facts_weight: float = 0.3, with_title: bool = False,
+                  residual_weight: float = RESIDUAL_WEIGHT) -> list[EvidenceSentence]:
     """Every unit of ``passages``, best first (ties: earlier passage, earlier line).
 
     ``with_title`` embeds a unit after its note's title ("Finland: The markka was replaced by the
@@ -247,7 +260,27 @@ def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage]
     scores = vectors @ embedder.encode_one(question)
     if facts.strip():
         scores = (1 - facts_weight) * scores + facts_weight * (vectors @ embedder.encode_one(facts))
-    out = [EvidenceSentence(u.text[:MAX_UNIT_CHARS], plain, p, rank, p.start_line + u.line_offset, u.kind, float(s))
+    out = [EvidenceSentence(u.text[:MAX_UNIT_CHARS], plain, p, rank, p.start_line + u.line_offset, u.kind, float(s),
+                            float(s))
            for (u, p, rank, plain), s in zip(found, np.asarray(scores, dtype=np.float64))]
+    return order_evidence(question, with_residual(question, out, residual_weight))
+
+
+def residual_words(question: str, ranked: Sequence[EvidenceSentence]) -> set[str]:
+    """The question's content words that its best-matching sentence (by cosine) and that sentence's
+    note title do not say: what a second hop has to say."""
+    if not ranked:
+        return set()
+    best = max(ranked, key=lambda e: (e.similarity, -e.rank, -e.line))
+    said = stems(f"{best.plain} {best.passage.title}")
+    return {w for w in content_words(question) if stem(w) not in said}
+
+
+def with_residual(question: str, ranked: Sequence[EvidenceSentence], weight: float = RESIDUAL_WEIGHT
+                  ) -> list[EvidenceSentence]:
+    """``ranked`` rescored by cosine + ``weight`` x the share of the residual words each sentence says, best first."""
+    wanted = residual_words(question, ranked) if weight else set()
+    out = [replace(e, score=e.similarity + weight * coverage(e.plain, wanted))
+           for e in ranked]
     out.sort(key=lambda e: (-e.score, e.rank, e.line))
-    return order_evidence(question, out)
+    return out

@@ -92,7 +92,7 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
     evidence = rank_evidence(embedder, question, passages, facts=path_facts(retrieval))
     evidence_ms = (time.perf_counter() - since) * 1000
-    best = max((e.score for e in evidence), default=0.0)
+    best = max((e.similarity for e in evidence), default=0.0)
     weak = settings.abstain_below > 0 and (not evidence or best < settings.abstain_below)
     emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=weak,
                        quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))

@@ -26,6 +26,7 @@ class Shape:
     kind: str  # "short" | "open"
     qtype: str  # one of TYPES
     options: tuple[str, ...] = ()  # the alternatives a choice question names
+    focus: str = ""  # the question from its asking wh-word on ("what state?"), lower case
 
     @property
     def short(self) -> bool:
@@ -93,12 +94,45 @@ def classify(question: str) -> Shape:
         return Shape("open", OPEN)
     if options and _WH.search(low):
         return Shape("short", CHOICE, options)
-    for qtype, pattern in (("how many", r"\bhow (many|much)\b"), ("who", r"\b(who|whom|whose)\b"),
-                           ("when", r"\b(when|what year|which year|what date|in what year)\b"),
-                           ("where", r"\b(where|which (city|country|town|river|lake|place|state))\b"),
-                           ("which", r"\bwhich\b"), ("what", r"\bwhat\b")):
-        if re.search(pattern, low):
-            return Shape("short", qtype)
+    asking = _asking(low)
+    if asking is not None:
+        return Shape("short", _wh_type(low[asking:]), focus=low[asking:])
+    for qtype, pattern in _TYPE_ANYWHERE:
+        found = re.search(pattern, low)
+        if found:
+            return Shape("short", qtype, focus=low[found.start():])
     if re.search(rf"\bhow {_MEASURE}\b", low):
         return Shape("short", "how many")
     return Shape("open", OPEN)
+
+
+# a question that does not open with its wh-word: the first of these kinds found decides (the order matters:
+# "who" is more often a relative pronoun, "an actress who starred in what", than the thing asked)
+_TYPE_ANYWHERE = (("how many", r"\bhow (many|much)\b"), ("who", r"\b(who|whom|whose)\b"),
+                  ("when", r"\b(when|what year|which year|what date|in what year)\b"),
+                  ("where", r"\b(where|which (city|country|town|river|lake|place|state))\b"),
+                  ("which", r"\bwhich\b"), ("what", r"\bwhat\b"))
+_OPENING_WH = re.compile(r"^(?:(?:in|on|at|by|for|from|to|under|with|of|during|after|before|into|since|through|as|"
+                         r"and|so|then|but)\s+)?(?P<wh>who|whom|whose|when|where|which|what|how (?:many|much))\b")
+_MID_WH = re.compile(r"\bhow (?:many|much)\b|\bwhat\b")  # never relative pronouns: where they are, the question is
+
+
+def _asking(low: str) -> int | None:
+    """Where the wh-word that asks starts: the opening one, else a "what" / "how many" inside
+    ("… an actress who starred in what for seven years?"); None when only relative-looking ones are left."""
+    opening = _OPENING_WH.match(low)
+    if opening:
+        return opening.start("wh")
+    inside = _MID_WH.search(low)
+    return inside.start() if inside else None
+
+
+def _wh_type(focus: str) -> str:
+    """The type a question asks from its asking wh-phrase on: "what year" is *when*, "which city" *where*."""
+    for qtype, pattern in (("how many", r"^how (many|much)\b"), ("who", r"^(who|whom|whose)\b"),
+                           ("when", r"^(when|what year|which year|what date)\b"),
+                           ("where", r"^(where|which (city|country|town|river|lake|place|state))\b"),
+                           ("which", r"^which\b")):
+        if re.match(pattern, focus):
+            return qtype
+    return "what"

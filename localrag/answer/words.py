@@ -1,0 +1,38 @@
+"""Words of a question and of evidence, compared loosely: lower case, function words out, a short stem."""
+
+from __future__ import annotations
+
+import re
+
+WORD = re.compile(r"[\w][\w'’\-]*")
+STOP = frozenset(
+    "a an the of in on at to for from by with and or but is are was were be been being as that this these those "
+    "it its he she they his her their him them who whom whose which what when where why how there here not no "
+    "also has have had do does did so than then into onto over under about after before during while film song "
+    "album book band person place name date year country city".split()
+)
+STEM_CHARS = 5  # "selected" / "selection", "founded" / "founder": one stem
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in words(text) if w not in STOP and len(w) > 1}
+
+
+def stem(word: str) -> str:
+    return word[:STEM_CHARS]
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in words(text)}
+
+
+def coverage(text: str, wanted: set[str]) -> float:
+    """The share of ``wanted`` words whose stem ``text`` says (0 when nothing is wanted)."""
+    if not wanted:
+        return 0.0
+    said = stems(text)
+    return sum(1 for w in wanted if stem(w) in said) / len(wanted)
