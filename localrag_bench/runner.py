@@ -169,7 +169,7 @@ def _score_answer(record: QuestionRecord, result: Answer, question: Question) ->
     record.choices = result.choices
     record.abstained, record.abstain_reason = result.abstained, result.abstain_reason
     record.evidence = [e.to_json() for e in result.shown_evidence]
-    record.evidence_score = round(max(e.score for e in result.evidence), 4) if result.evidence else None
+    record.evidence_score = round(max(e.similarity for e in result.evidence), 4) if result.evidence else None
     record.gold_in_evidence = gold_in_evidence([e.plain for e in result.shown_evidence], question.answers)
     record.evidence_ms = None if result.evidence_ms is None else round(result.evidence_ms, 2)
     record.first_token_ms = None if result.first_token_ms is None else round(result.first_token_ms, 2)
