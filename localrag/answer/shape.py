@@ -106,8 +106,8 @@ def classify(question: str) -> Shape:
     return Shape("open", OPEN)
 
 
-# a question that does not open with its wh-word: the first of these kinds found decides (the order matters:
-# "who" is more often a relative pronoun, "an actress who starred in what", than the thing asked)
+# a question with neither an opening wh-word nor a "what" / "how many" inside ("Name the mother of X, who was
+# the daughter of Y?"): the first of these kinds found decides
 _TYPE_ANYWHERE = (("how many", r"\bhow (many|much)\b"), ("who", r"\b(who|whom|whose)\b"),
                   ("when", r"\b(when|what year|which year|what date|in what year)\b"),
                   ("where", r"\b(where|which (city|country|town|river|lake|place|state))\b"),
