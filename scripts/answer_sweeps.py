@@ -7,8 +7,8 @@
 evidence: for each residual weight / bridge bonus / sentences per note / diversity margin, how
 many questions whose recall@5 is 1 have a gold answer in the three shown sentences (the order of
 localrag.answer.evidence.with_residual, then order_evidence).
-candidates: for each weight of the candidates' residual feature (with the evidence's residual weight
-at 0 and at its default), the span questions whose gold answer is first / among the kept / anywhere.
+candidates: with the evidence's residual weight at 0 and at its default, the span questions whose
+gold answer is the ranking's first / among the kept / anywhere.
 abstain: for each rule "the question's names are (not) in the retrieved notes" x "best
 evidence cosine < t", the share of questions abstained on, answerable and with every
 asked question's gold passages dropped from the corpus (the second index is built once,
@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,27 +77,25 @@ def _shown(question: str, ranked: list[EvidenceSentence], residual: float, bridg
 def count_candidates(asked: list[Asked]) -> None:
     """Span questions whose gold answer is the ranking's first, among the kept choices, among all candidates."""
     settings = AnswerSettings()
-    print("| evidence residual | candidate residual | span questions | gold first | among the kept | anywhere |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for evidence_residual, candidate_residual in itertools.product([0.0, RESIDUAL_WEIGHT], [0.0, 0.5, 1.0, 1.5]):
-        weights = replace(prior.WEIGHTS, residual=candidate_residual)
+    print("| evidence residual | span questions | gold first | among the kept | anywhere |")
+    print("|---:|---:|---:|---:|---:|")
+    for residual in [0.0, RESIDUAL_WEIGHT]:
         first = kept = anywhere = spans = 0
         for a in asked:
             shape = classify(a.question.question)
             if not shape.short or shape.qtype in (CHOICE, YESNO):
                 continue
             spans += 1
-            evidence = order_evidence(a.question.question, with_residual(a.question.question, a.evidence,
-                                                                         evidence_residual))
+            evidence = order_evidence(a.question.question, with_residual(a.question.question, a.evidence, residual))
             found = prior.candidates(a.question.question, evidence, span_sentences=settings.span_sentences,
                                      ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
                                      ngram_stop=NGRAM_STOP)
-            texts = [c.text for c in prior.rank(a.question.question, shape, found, evidence, weights)]
+            texts = [c.text for c in prior.rank(a.question.question, shape, found, evidence)]
             hits = [bool(exact_match(t, a.question.answers)) for t in texts]
             first += bool(hits[:1] and hits[0])
             kept += any(hits[:settings.max_choices])
             anywhere += any(hits)
-        print(f"| {evidence_residual:g} | {candidate_residual:g} | {spans} | {first} | {kept} | {anywhere} |")
+        print(f"| {residual:g} | {spans} | {first} | {kept} | {anywhere} |")
 
 
 def sweep_evidence(asked: list[Asked]) -> None:

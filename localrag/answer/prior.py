@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from localrag.answer.evidence import EvidenceSentence, residual_words, title_key
+from localrag.answer.evidence import EvidenceSentence, title_key
 from localrag.answer.shape import Shape
-from localrag.answer.words import STOP as _STOP, WORD as _WORD, content_words, stem, words as _words
+from localrag.answer.words import STOP as _STOP, WORD as _WORD, content_words, words as _words
 from localrag.kg.spans import find_spans
 
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
@@ -58,7 +58,6 @@ class PriorWeights:
     subject: float = -0.8  # the title of its own note: the note is about it, the answer is something it says
     lower: float = -0.5  # an n-gram that does not start with a capital (unless the question names a common noun)
     head: float = 2.5  # closeness to the noun a "which / what" question asks for ("which spice" -> "spice")
-    residual: float = 1.0  # closeness to the question words the best sentence leaves out (the next hop's)
 
 
 WEIGHTS = PriorWeights()
@@ -114,13 +113,11 @@ def question_type(shape: Shape, question: str = "") -> str:
     return qtype
 
 
-def _near(plain: str, start: int, end: int, cue_words: set[str], stemmed: bool = False) -> float:
+def _near(plain: str, start: int, end: int, cue_words: set[str]) -> float:
     """1 / (1 + words between the span and the nearest question word in the sentence); 0 if none."""
     best: int | None = None
-    wanted = {stem(w) for w in cue_words} if stemmed else cue_words
     for m in _WORD.finditer(plain):
-        word = m.group(0).lower()
-        if (stem(word) if stemmed else word) not in wanted or (start <= m.start() < end):
+        if m.group(0).lower() not in cue_words or (start <= m.start() < end):
             continue
         if m.end() <= start:
             gap = len(_WORD.findall(plain[m.end():start]))
@@ -146,8 +143,7 @@ def _word_before(plain: str, start: int) -> str:
 
 
 def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: int, best_score: float,
-          weights: PriorWeights = WEIGHTS, asks_nationality: bool = False, head: str = "",
-          residual: set[str] = frozenset()) -> Candidate:
+          weights: PriorWeights = WEIGHTS, asks_nationality: bool = False, head: str = "") -> Candidate:
     words = _words(candidate.text)
     overlap = sum(1 for w in words if w in question_words) / max(1, len(words))
     demonym = 1.0 if _DEMONYM.match(candidate.text) else 0.0
@@ -165,7 +161,6 @@ def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: i
         "repeats": float(min(repeats, 4) - 1),
         "overlap": overlap,
         "length": float(max(0, len(words) - 2)),
-        "residual": _near(candidate.sentence.plain, candidate.start, candidate.end, residual, stemmed=True),
     }
     total = sum(getattr(weights, name) * value for name, value in features.items())
     return Candidate(candidate.text, candidate.kind, candidate.sentence, candidate.position, candidate.start,
@@ -235,8 +230,7 @@ def rank(question: str, shape: Shape, found: Sequence[Candidate], evidence: Sequ
     best = evidence[0].score if evidence else 0.0
     nationality = bool(_ASKS_NATIONALITY.search(question))
     head = head_noun(shape.focus or question) if qtype in ("what", "which") else ""
-    residual = residual_words(question, evidence)
     scored = [score(c, qtype, question_words, sum(1 for p in plains if c.text.lower() in p), best, weights,
-                    nationality, head, residual) for c in found]
+                    nationality, head) for c in found]
     scored.sort(key=lambda c: (-c.score, c.position, c.start))
     return scored
