@@ -110,7 +110,10 @@ class NeuroPathSettings:
     # and hybrid hits for chain + requirement (chain_weight) are fused into it, so the model can only
     # add to what the fusion finds (docs/benchmarks.md "NeuroPath from the graph fusion")
     completion: str = "graph"
-    chain_weight: float = 0.3
+    # 0.1, not 0.3: at 0.3 a chain hit (the model's chain re-searched, not a walked path) pushed a
+    # fusion passage out of the top 5 (Qwen2.5-Coder-0.5B, MuSiQue); 0.1 is the largest weight at or
+    # above `graph` in every replayed cell (scripts/keep_top_replay.py --chain-weights, docs/benchmarks.md)
+    chain_weight: float = 0.1
     # a third fused list: "ppr" (personalised PageRank from the query's entities and the open
     # ends of the valid paths) or "none" (the paper's two lists)
     graph_completion: str = "ppr"

@@ -39,17 +39,22 @@ def remind_ranking(ctx: Context, question: str, collected: list[int], k: int, ke
     return [pid for pid, _ in fused]
 
 
-def neuropath_ranking(ctx: Context, question: str, tracking: dict, k: int, keep_top: int) -> list[int]:
+def neuropath_ranking(ctx: Context, question: str, tracking: dict, k: int, keep_top: int,
+                      chain_weight: float | None = None) -> list[int]:
     if not tracking.get("seeds"):  # no query entity: the strategy's fallback, which keep_top does not touch
         return [pid for pid, _ in no_entity_fallback(ctx, question, k, "graph")]
-    return passage_ids(fuse_with(ctx, question, completion_input(tracking), k, keep_top=keep_top))
+    chain = {} if chain_weight is None else {"chain_weight": chain_weight}
+    return passage_ids(fuse_with(ctx, question, completion_input(tracking), k, keep_top=keep_top, **chain))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="+", help="bench result JSONs with neuropath and/or remind records")
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--chain-weights", default="", help="also replay NeuroPath at the shipped keep_top with these "
+                    "weights of the chain's hybrid hits, e.g. 0,0.1,0.2")
     args = ap.parse_args()
+    chain_weights = [float(w) for w in args.chain_weights.split(",") if w.strip()]
     for path in args.results:
         saved = json.load(open(path))
         try:
@@ -76,6 +81,9 @@ def main() -> None:
                 ranked = (remind_ranking(ctx, q.question, tracking["collected"], args.k, keep)
                           if rec["strategy"] == "remind" else neuropath_ranking(ctx, q.question, tracking, args.k, keep))
                 sums.add(f"{rec['strategy']} keep_top={keep}", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
+            for weight in chain_weights if rec["strategy"] == "neuropath" else ():
+                ranked = neuropath_ranking(ctx, q.question, tracking, args.k, ctx.settings.neuropath.keep_top, weight)
+                sums.add(f"neuropath chain_weight={weight:g}", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
         index.close()
         print(path)
         for name, (r2, r5, n) in sorted(sums.means().items()):
