@@ -47,14 +47,21 @@ def neuropath_ranking(ctx: Context, question: str, tracking: dict, k: int, keep_
     return passage_ids(fuse_with(ctx, question, completion_input(tracking), k, keep_top=keep_top, **chain))
 
 
+def _weights(text: str) -> list[float]:
+    try:
+        return [float(w) for w in text.split(",") if w.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="+", help="bench result JSONs with neuropath and/or remind records")
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--chain-weights", default="", help="also replay NeuroPath at the shipped keep_top with these "
+    ap.add_argument("--chain-weights", default=[], type=_weights, help="also replay NeuroPath at the shipped keep_top with these "
                     "weights of the chain's hybrid hits, e.g. 0,0.1,0.2")
     args = ap.parse_args()
-    chain_weights = [float(w) for w in args.chain_weights.split(",") if w.strip()]
+    chain_weights = args.chain_weights
     for path in args.results:
         saved = json.load(open(path))
         try:
