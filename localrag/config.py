@@ -154,6 +154,9 @@ class GraphSettings:
     fusion_ppr_focus: float = 0.1  # the PPR list counts fully from this seed focus up, in proportion below (0: always)
     ppr_entity_damping: float = 1.0  # PPR mass of an entity / |passages mentioning it| ** this
     ppr_passage_damping: float = 0.5  # a passage's PPR score / |entities it mentions| ** this
+    # a question that asks two things ("…, and how do I …") is ranked whole and part by part, fused
+    # (localrag/retrieve/parts.py; docs/benchmarks.md "Two questions in one")
+    split_questions: bool = True
 
 
 @dataclass
@@ -234,11 +237,14 @@ class AnswerSettings:
     # on the sample notes, the first thing a user asks, 10 vs 7 of 28; it costs ~0.5 s a question
     pick_min_params: int = 100_000_000
     # abstain without asking the model when the best evidence sentence is less similar than this
-    # (cosine, MiniLM); 0 = never. 0.45: the largest threshold that abstains on at most 10 % of the
-    # answerable dev questions of every set (0 / 4 / 8 %, graph retrieval) for 26 / 14 / 26 % of the same
-    # questions with their gold passages dropped (scripts/answer_sweeps.py abstain; docs/benchmarks.md
-    # "Answers"): a weak signal, and no other no-model signal measured did better at that cost
-    abstain_below: float = 0.45
+    # (cosine, MiniLM; 0 = never) ...
+    abstain_below: float = 0.35
+    # ... or than this when more than half of the names the question gives have no note among those
+    # found (localrag/answer/abstain.py; 0 = never). Both chosen together on the dev questions
+    # (scripts/answer_sweeps.py abstain; docs/benchmarks.md "Abstention by the names asked"): the pair
+    # that abstains on the most gold-dropped questions (the least of the three sets: 56 %) while
+    # abstaining on at most 10 % of the answerable ones of every set and of the dendron-vault questions
+    abstain_unnamed_below: float = 0.65
     offer_abstain: bool = True  # "not in your notes" is one of the grammar's choices
 
 

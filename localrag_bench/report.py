@@ -64,6 +64,8 @@ def answer_table(result: BenchResult) -> Table:
     title = f"{result.dataset}: answers by question shape" + (" (gold passages dropped)" if result.drop_gold else "")
     if result.abstain_below:
         title += f", abstain below {result.abstain_below:g}"
+    if result.abstain_unnamed_below:
+        title += f" (or {result.abstain_unnamed_below:g} with the named things' notes missing)"
     table = Table(title=title, title_justify="left")
     for name in ("strategy", "type", "n", "EM", "random EM", "no-model EM", "free EM", "F1", "free F1", "gold in evidence",
                  "… when R@5=1", "abstained", "evidence p50/p95 ms", "1st token p50/p95 ms", "total p50/p95 ms"):

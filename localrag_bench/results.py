@@ -311,6 +311,7 @@ class BenchResult:
     rounds: RoundsInfo | None = None  # set by a memory-rounds run (`bench --rounds`)
     drop_gold: bool = False  # the index holds the corpus without the asked questions' gold passages
     abstain_below: float = 0.0  # answer.abstain_below of the run
+    abstain_unnamed_below: float = 0.0  # answer.abstain_unnamed_below of the run
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -364,6 +364,7 @@ def build_result(spec: BenchSpec, strategies: list[str], info: IndexInfo, machin
     errors = sum(1 for r in records if r.error)
     if errors:
         notes.append(f"{errors} question(s) failed; their error is in the record and they score 0")
+    thresholds = _abstain_thresholds(spec)
     return BenchResult(
         dataset=spec.dataset.name, data_dir=str(spec.dataset.folder), ids_file=spec.dataset.ids_file,
         questions=len(spec.dataset.questions), corpus_passages=len(spec.dataset.corpus), strategies=strategies,
@@ -371,12 +372,14 @@ def build_result(spec: BenchSpec, strategies: list[str], info: IndexInfo, machin
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), index=info, machine=machine,
         model=model, missing_ids=spec.dataset.missing_ids, reference=references(spec.dataset),
         summaries=summarise(records), records=records, notes=notes, drop_gold=spec.options.drop_gold,
-        abstain_below=_abstain_below(spec),
+        abstain_below=thresholds[0], abstain_unnamed_below=thresholds[1],
     )
 
 
-def _abstain_below(spec: BenchSpec) -> float:
+def _abstain_thresholds(spec: BenchSpec) -> tuple[float, float]:
+    """answer.abstain_below and answer.abstain_unnamed_below of the run (0, 0 if the settings do not load)."""
     try:
-        return load_settings(None, spec.overrides, env=spec.env or {}, config_file=spec.config_file).answer.abstain_below
+        answer = load_settings(None, spec.overrides, env=spec.env or {}, config_file=spec.config_file).answer
     except Exception:  # only a label on the result
-        return 0.0
+        return 0.0, 0.0
+    return answer.abstain_below, answer.abstain_unnamed_below

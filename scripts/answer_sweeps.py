@@ -2,6 +2,7 @@
 
     python scripts/answer_sweeps.py evidence --data DIR [--ids FILE] [--limit N] [--strategy graph]
     python scripts/answer_sweeps.py abstain --data DIR [--ids FILE] [--limit N] [--strategy graph]
+    python scripts/answer_sweeps.py abstain --notes DIR --questions FILE   (answerable questions only)
     python scripts/answer_sweeps.py candidates --data DIR [--ids FILE] [--limit N] [--strategy graph]
 
 evidence: for each residual weight / bridge bonus / sentences per note / diversity margin, how
@@ -9,9 +10,10 @@ many questions whose recall@5 is 1 have a gold answer in the three shown sentenc
 localrag.answer.evidence.with_residual, then order_evidence).
 candidates: with the evidence's residual weight at 0 and at its default, the span questions whose
 gold answer is the ranking's first / among the kept / anywhere.
-abstain: for each rule "the question's names are (not) in the retrieved notes" x "best
-evidence cosine < t", the share of questions abstained on, answerable and with every
-asked question's gold passages dropped from the corpus (the second index is built once,
+abstain: for each setting of the two rules of localrag/answer/abstain.py (best evidence cosine
+below abstain_below; or fewer than a share of the question's names with a note among those
+found and the cosine below abstain_unnamed_below), the share of questions abstained on,
+answerable and with every asked question's gold passages dropped from the corpus (the second index is built once,
 in its own cache folder, as `bench --drop-gold` does).
 """
 
@@ -29,13 +31,15 @@ sys.path.insert(0, str(ROOT))
 from localrag.answer.evidence import (  # noqa: E402
     RESIDUAL_WEIGHT, EvidenceSentence, order_evidence, path_facts, rank_evidence, title_key, with_residual)
 from localrag.answer import prior  # noqa: E402
+from localrag.answer.abstain import check_evidence  # noqa: E402
 from localrag.answer.shape import CHOICE, YESNO, classify  # noqa: E402
 from localrag.answer.spans import NGRAM_STOP  # noqa: E402
 from localrag.api import Assistant  # noqa: E402
 from localrag.config import AnswerSettings  # noqa: E402
 from localrag.kg.spans import find_spans  # noqa: E402
 from localrag.records import Passage  # noqa: E402
-from localrag_bench.data import Question, load_dataset  # noqa: E402
+from localrag_bench.data import Dataset, Question, load_dataset  # noqa: E402
+from localrag_bench.notes_set import load_notes_dataset  # noqa: E402
 from localrag_bench.metrics import exact_match, recall_at_k  # noqa: E402
 from localrag_bench.runner import BenchSpec, RunOptions, gold_in_evidence, open_index  # noqa: E402
 
@@ -48,8 +52,7 @@ class Asked:
     recall5: float | None
 
 
-def retrieve_all(data: str, ids: str | None, limit: int | None, strategy: str, drop_gold: bool) -> list[Asked]:
-    dataset = load_dataset(data, ids, limit)
+def retrieve_all(dataset: Dataset, strategy: str, drop_gold: bool) -> list[Asked]:
     spec = BenchSpec(dataset, [strategy], RunOptions(drop_gold=drop_gold))
     index, _, _ = open_index(spec, [strategy])
     try:
@@ -111,46 +114,45 @@ def sweep_evidence(asked: list[Asked]) -> None:
               f"{sum(scored) / max(len(scored), 1):.3f} |")
 
 
-def _signals(a: Asked) -> tuple[float, float, float]:
-    """(share of the question's names in the retrieved text, … in their titles, best evidence cosine)."""
-    names = [s.text for s in find_spans(a.question.question) if s.kind in ("name", "quoted", "title", "date", "number")
-             and len(title_key(s.text)) > 2]
-    text = " " + " ".join(title_key(f"{p.title} {p.text}") for p in a.passages) + " "
-    titles = [title_key(p.title) for p in a.passages]
-    in_text = sum(1 for n in names if f" {title_key(n)} " in text) / len(names) if names else 1.0
-    in_titles = sum(1 for n in names if any(title_key(n) == t for t in titles)) / len(names) if names else 1.0
-    return in_text, in_titles, max((e.similarity for e in a.evidence), default=0.0)
+def sweep_abstain(answerable: list[Asked], dropped: list[Asked] | None) -> None:
+    """Rule 1 (cosine < abstain_below) OR rule 2 (share of the question's names with a note below
+    ``about``, and cosine < unnamed_below) of answer/abstain.py, replayed on both indexes."""
+    print("| abstain_below | names with a note below | abstain_unnamed_below | answerable abstained | gold dropped abstained |")
+    print("|---:|---:|---:|---:|---:|")
+    for below, about, unnamed in itertools.product([0.35, 0.4, 0.45], [0.01, 0.5, 0.67],
+                                                   [0.0, 0.55, 0.6, 0.65, 0.7, 0.75, 1.0]):
+        settings = AnswerSettings(abstain_below=below, abstain_unnamed_below=unnamed)
 
+        def share(asked: list[Asked]) -> float:
+            weak = [check_evidence(a.question.question, a.passages, max((e.similarity for e in a.evidence), default=None),
+                                   settings, min_share_about=about).weak for a in asked]
+            return sum(weak) / max(len(weak), 1)
 
-def sweep_abstain(answerable: list[Asked], dropped: list[Asked]) -> None:
-    ok, gone = [_signals(a) for a in answerable], [_signals(a) for a in dropped]
-    print("| names must be in | coverage below | or cosine below | answerable abstained | gold dropped abstained |")
-    print("|---|---:|---:|---:|---:|")
-    for where, c, t in itertools.product(("text", "titles"), [0.0, 0.01, 0.5, 1.0], [0.0, 0.4, 0.45, 0.5, 0.55]):
-        col = 0 if where == "text" else 1
-
-        def abstains(s: tuple[float, float, float]) -> bool:
-            return s[col] < c or s[2] < t
-
-        print(f"| {where} | {c:g} | {t:g} | {sum(map(abstains, ok)) / len(ok):.2f} | "
-              f"{sum(map(abstains, gone)) / len(gone):.2f} |")
+        gone = "–" if dropped is None else f"{share(dropped):.2f}"
+        print(f"| {below:g} | {about:g} | {unnamed:g} | {share(answerable):.2f} | {gone} |")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=("evidence", "abstain", "candidates"))
-    ap.add_argument("--data", required=True)
+    ap.add_argument("--data", help="a benchmark set (corpus.jsonl, questions.jsonl)")
+    ap.add_argument("--notes", help="or a notes folder, with --questions (abstain: answerable questions only)")
+    ap.add_argument("--questions")
     ap.add_argument("--ids")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--strategy", default="graph")
     args = ap.parse_args()
-    asked = retrieve_all(args.data, args.ids, args.limit, args.strategy, drop_gold=False)
+    if bool(args.data) == bool(args.notes) or bool(args.notes) != bool(args.questions):
+        ap.error("give --data DIR, or --notes DIR with --questions FILE")
+    dataset = (load_notes_dataset(args.notes, args.questions, args.ids, args.limit) if args.notes
+               else load_dataset(args.data, args.ids, args.limit))
+    asked = retrieve_all(dataset, args.strategy, drop_gold=False)
     if args.what == "evidence":
         sweep_evidence(asked)
     elif args.what == "candidates":
         count_candidates(asked)
     else:
-        sweep_abstain(asked, retrieve_all(args.data, args.ids, args.limit, args.strategy, drop_gold=True))
+        sweep_abstain(asked, None if args.notes else retrieve_all(dataset, args.strategy, drop_gold=True))
     return 0
 
 

@@ -114,6 +114,14 @@ def test_ranking_puts_the_asked_kind_first():
     assert "Ann Vale" not in where.texts, "the question's own words are never the answer"
 
 
+def test_a_place_after_in_is_no_nationality_and_an_owner_form_is_no_answer():
+    evidence = _sentences(VALE, ["Ann Vale's father Tom Vale died in Munich in 1950.",
+                                 "Tom Vale's brother was an American painter."])
+    where = build_choices("Where did Ann Vale's father die?", classify("Where did Ann Vale's father die?"), evidence)
+    assert where.texts[0] == "Munich", where.texts  # "-ich" like "French", but after "in"
+    assert not any(t.endswith("'s") for t in where.texts) and "Vale" not in where.texts, where.texts
+
+
 def test_the_next_hop_answer_is_kept_among_the_choices():
     """The answer sits beside the words the best sentence leaves out; without that it is not among the 8 kept."""
     film = Passage(1, 1, "piper.md", "The Piper", 0, "The Piper", FILM_SENTENCE, "sha", 1, 1)
@@ -141,7 +149,7 @@ def film_index(tmp_path: Path, settings_for, embedder):
     folder.mkdir()
     for p in NOTES:
         (folder / p.path).write_text(p.text, encoding="utf-8")
-    idx = Index(settings_for(folder, db=str(tmp_path / "index.db"), **{"answer.mode": "shape", "answer.abstain_below": 0,
+    idx = Index(settings_for(folder, db=str(tmp_path / "index.db"), **{"answer.mode": "shape", "answer.abstain_below": 0, "answer.abstain_unnamed_below": 0,
                                                                     "answer.pick": "model"}),
                 embedder)
     idx.sync()

@@ -28,7 +28,7 @@ def index(tmp_path: Path, settings_for, embedder):
     for name, text in NOTES.items():
         (folder / name).write_text(text, encoding="utf-8")
     # no evidence threshold unless a test sets one: every question reaches the scripted model
-    idx = Index(settings_for(folder, db=str(tmp_path / "index.db"), **{"answer.abstain_below": 0, "answer.mode": "shape",
+    idx = Index(settings_for(folder, db=str(tmp_path / "index.db"), **{"answer.abstain_below": 0, "answer.abstain_unnamed_below": 0, "answer.mode": "shape",
                                                                         "answer.pick": "model"}), embedder)
     idx.sync()
     yield idx

@@ -100,7 +100,7 @@ def test_answer_mode_scores_em_f1_and_counts_calls(first_run):
     script = {qs[0].question: f"Answer: {qs[0].answers[0]} [1]", qs[1].question: "Answer: certainly not that [2]"}
     # no evidence threshold: every question reaches the (scripted) model
     # comparisons left to the model here: this counts the model's calls (decided ones make none, below)
-    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0,
+    index = Index(load_settings(Path(result.index.notes_dir), {"db": result.index.db_path, "answer.abstain_below": 0, "answer.abstain_unnamed_below": 0,
                                                                "answer.mode": "shape", "answer.decide_comparisons": False,
                                                                "answer.pick": "model"},
                                 env={}))

@@ -88,7 +88,7 @@ def test_real_model_short_answer_is_a_span_of_the_cited_note(notes_dir, settings
     from localrag.kg.spans import clean_markup
 
     settings = settings_for(notes_dir, **{"llm.model": str(bundled_model), "llm.n_threads": 1,
-                                          "answer.abstain_below": 0, "answer.mode": "shape", "answer.pick": "model"})
+                                          "answer.abstain_below": 0, "answer.abstain_unnamed_below": 0, "answer.mode": "shape", "answer.pick": "model"})
     idx = Index(settings, embedder)
     idx.sync()
     try:

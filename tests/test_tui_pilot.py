@@ -432,7 +432,7 @@ def test_inline_filters_in_the_question_line(tui_app) -> None:
 def test_short_answer_shows_steps_evidence_and_its_sentence(tui_app) -> None:
     """Answers by question shape: the steps and the evidence appear before the span and its sentence."""
     async def run() -> None:
-        app = tui_app(presentation=Presentation(), **{"answer.mode": "shape", "answer.abstain_below": 0})
+        app = tui_app(presentation=Presentation(), **{"answer.mode": "shape", "answer.abstain_below": 0, "answer.abstain_unnamed_below": 0})
         async with app.run_test(size=SIZE) as pilot:
             await wait_indexed(pilot)
             block = await ask(pilot, "How high is Mount Skelda?")

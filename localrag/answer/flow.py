@@ -1,7 +1,9 @@
 """From retrieved passages to what the user sees: evidence first, then an answer by question shape.
 
 1. evidence: the best sentences of the top passages (no LLM), sent as an event at once;
-2. weak evidence (below ``answer.abstain_below``): "not in your notes", no model call;
+2. weak evidence (answer/abstain.py: a best sentence below ``answer.abstain_below``, or below
+   ``answer.abstain_unnamed_below`` with no note about the things the question names): "not in
+   your notes", no model call;
 3. short questions: the model picks one of the candidate spans (grammar / guided decoding);
 4. open questions (or ``answer.mode = "free"``): free text with citations, unsupported
    sentences listed.
@@ -17,6 +19,7 @@ from typing import Callable, Sequence
 from localrag.answer import (
     ABSTAIN_TEXT, Citation, build_citations, checked_reply, prompt_passages,
 )
+from localrag.answer.abstain import check_evidence
 from localrag.answer.compare import NoteLookup
 from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence, split_units
 from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
@@ -92,18 +95,16 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
     evidence = rank_evidence(embedder, question, passages, facts=path_facts(retrieval))
     evidence_ms = (time.perf_counter() - since) * 1000
-    best = max((e.similarity for e in evidence), default=0.0)
-    weak = settings.abstain_below > 0 and (not evidence or best < settings.abstain_below)
-    emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=weak,
+    check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings)
+    emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=check.weak,
                        quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))
     shape = classify(question)
     mode = mode or settings.mode
     kind = "free" if mode == "free" else ("short" if shape.short else "open")
     started = time.perf_counter()
     out = Composed("", [], evidence, shape, kind, evidence_ms=evidence_ms)
-    if weak and mode != "free":
-        _abstain(out, passages, f"the best evidence sentence scores {best:.2f} < "
-                 f"answer.abstain_below {settings.abstain_below:g}" if evidence else "no evidence sentences")
+    if check.weak and mode != "free":
+        _abstain(out, passages, check.reason)
     else:
         first = _FirstToken(on_token, emit, since)
         if kind == "short":

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from localrag.answer.evidence import EvidenceSentence, title_key
 from localrag.answer.shape import Shape
-from localrag.answer.words import STOP as _STOP, WORD as _WORD, content_words, words as _words
+from localrag.answer.words import DEMONYM, STOP as _STOP, WORD as _WORD, word_forms, words as _words
 from localrag.kg.spans import find_spans
 
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
@@ -79,10 +79,10 @@ _ASKS_WHEN = re.compile(r"\b(date|year|century|decade|day|month)\b( of| did| was
 _ASKS_WHERE = re.compile(r"\b(place|city|country|state|town|county|village|region|province|location|island)\b"
                          r"(?! of (the )?(film|song|album|band|company))", re.I)
 _ASKS_NATIONALITY = re.compile(r"\b(nationality|in common|which country .* from|what country .* from)\b", re.I)
-# nationality and group adjectives ("American", "South Korean"): the usual first words about a
-# subject, and rarely the answer unless the question asks for one
-_DEMONYM = re.compile(r"^(?:[A-Z][a-z]+[\s\-])?[A-Z][a-z]+(?:an|ian|ese|ish|i|ch|ic|ss)$")
 
+
+_POSSESSIVE_END = re.compile(r"['’]s?$")
+_PLACE_BEFORE = frozenset("in at near from to".split())
 
 _HEAD = re.compile(r"\b(?:which|what)\s+(?:is\s+the\s+name\s+of\s+(?:the\s+)?|(?:kind|type|sort)\s+of\s+)?"
                    r"([a-z][a-z\-]+)\b")
@@ -146,7 +146,9 @@ def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: i
           weights: PriorWeights = WEIGHTS, asks_nationality: bool = False, head: str = "") -> Candidate:
     words = _words(candidate.text)
     overlap = sum(1 for w in words if w in question_words) / max(1, len(words))
-    demonym = 1.0 if _DEMONYM.match(candidate.text) else 0.0
+    # "died in Munich", "born in Manhattan": a place, whatever its ending
+    demonym = 1.0 if DEMONYM.match(candidate.text) and \
+        _word_before(candidate.sentence.plain, candidate.start) not in _PLACE_BEFORE else 0.0
     features = {
         "demonym": demonym if not asks_nationality else -demonym,
         "subject": 1.0 if title_key(candidate.text) and title_key(candidate.text) == title_key(candidate.sentence.passage.title) else 0.0,
@@ -190,12 +192,15 @@ def ngram_spans(plain: str, max_n: int, stop: frozenset[str]) -> list[tuple[str,
 def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sentences: int, ngram_sentences: int,
                max_ngram: int, ngram_stop: frozenset[str]) -> list[Candidate]:
     """Every span of the best sentences that the question does not already say, first occurrence kept."""
-    question_words = set(_words(question))
+    question_words = word_forms(question)
     out: list[Candidate] = []
     seen: set[str] = set()
 
     def add(text: str, kind: str, sentence: EvidenceSentence, position: int, start: int, end: int) -> None:
         text = " ".join(text.strip(" \t\n.,;:!?\"'“”()[]*_`|").split())
+        owner = _POSSESSIVE_END.search(text)
+        if owner:  # "Pharoahe Monch's": the answer is the name, not its owner form
+            text, end = text[:owner.start()], end - len(owner.group(0))
         words = _words(text)
         if not text or len(text) > 120 or not words or all(w in question_words for w in words):
             return
@@ -225,7 +230,7 @@ def rank(question: str, shape: Shape, found: Sequence[Candidate], evidence: Sequ
     if not found:
         return []
     qtype = question_type(shape, question)
-    question_words = content_words(question)
+    question_words = {w for w in word_forms(question) if w not in _STOP and len(w) > 1}
     plains = [e.plain.lower() for e in evidence[:6]]
     best = evidence[0].score if evidence else 0.0
     nationality = bool(_ASKS_NATIONALITY.search(question))

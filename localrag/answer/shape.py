@@ -97,8 +97,8 @@ def classify(question: str) -> Shape:
     asking = _asking(low)
     if asking is not None:
         return Shape("short", _wh_type(low[asking:]), focus=low[asking:])
-    for qtype, pattern in _TYPE_ANYWHERE:
-        found = re.search(pattern, low)
+    for qtype, pattern in _TYPE_PHRASES:  # no asking word left: the first kind found anywhere decides
+        found = re.search(rf"\b{pattern}\b", low)
         if found:
             return Shape("short", qtype, focus=low[found.start():])
     if re.search(rf"\bhow {_MEASURE}\b", low):
@@ -106,12 +106,13 @@ def classify(question: str) -> Shape:
     return Shape("open", OPEN)
 
 
-# a question with neither an opening wh-word nor a "what" / "how many" inside ("Name the mother of X, who was
-# the daughter of Y?"): the first of these kinds found decides
-_TYPE_ANYWHERE = (("how many", r"\bhow (many|much)\b"), ("who", r"\b(who|whom|whose)\b"),
-                  ("when", r"\b(when|what year|which year|what date|in what year)\b"),
-                  ("where", r"\b(where|which (city|country|town|river|lake|place|state))\b"),
-                  ("which", r"\bwhich\b"), ("what", r"\bwhat\b"))
+# the wh-phrase of each short type, first match wins: at the asking word ("what year" is *when*, "which
+# city" *where*), or anywhere in a question with neither an opening wh-word nor a "what" / "how many"
+# inside ("Name the mother of X, who was the daughter of Y?")
+_TYPE_PHRASES = (("how many", r"how (many|much)"), ("who", r"(who|whom|whose)"),
+                 ("when", r"(when|what year|which year|what date|in what year)"),
+                 ("where", r"(where|which (city|country|town|river|lake|place|state))"),
+                 ("which", r"which"), ("what", r"what"))
 _OPENING_WH = re.compile(r"^(?:(?:in|on|at|by|for|from|to|under|with|of|during|after|before|into|since|through|as|"
                          r"and|so|then|but)\s+)?(?P<wh>who|whom|whose|when|where|which|what|how (?:many|much))\b")
 _MID_WH = re.compile(r"\bhow (?:many|much)\b|\bwhat\b")  # never relative pronouns: where they are, the question is
@@ -128,11 +129,5 @@ def _asking(low: str) -> int | None:
 
 
 def _wh_type(focus: str) -> str:
-    """The type a question asks from its asking wh-phrase on: "what year" is *when*, "which city" *where*."""
-    for qtype, pattern in (("how many", r"^how (many|much)\b"), ("who", r"^(who|whom|whose)\b"),
-                           ("when", r"^(when|what year|which year|what date)\b"),
-                           ("where", r"^(where|which (city|country|town|river|lake|place|state))\b"),
-                           ("which", r"^which\b")):
-        if re.match(pattern, focus):
-            return qtype
-    return "what"
+    """The type a question asks from its asking wh-phrase on."""
+    return next((qtype for qtype, pattern in _TYPE_PHRASES if re.match(rf"{pattern}\b", focus)), "what")

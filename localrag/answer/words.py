@@ -11,11 +11,24 @@ STOP = frozenset(
     "also has have had do does did so than then into onto over under about after before during while film song "
     "album book band person place name date year country city".split()
 )
+# nationality and group adjectives ("American", "South Korean"): the usual first words about a
+# subject, rarely the answer, and never a thing a note is about
+DEMONYM = re.compile(r"^(?:[A-Z][a-z]+[\s\-])?[A-Z][a-z]+(?:an|ian|ese|ish|i|ch|ic|ss)$")
 STEM_CHARS = 5  # "selected" / "selection", "founded" / "founder": one stem
 
 
 def words(text: str) -> list[str]:
     return [w.lower() for w in WORD.findall(text)]
+
+
+def word_forms(text: str) -> set[str]:
+    """Its words, each also without a possessive and, if hyphenated, by parts ("Al-Aziz's": al-aziz's,
+    al-aziz, al, aziz): a span that repeats any of them repeats the text."""
+    out: set[str] = set()
+    for w in words(text):
+        bare = re.sub(r"['’]s?$", "", w)
+        out |= {w, bare, *(p for p in bare.split("-") if p)}
+    return out
 
 
 def content_words(text: str) -> set[str]:

@@ -22,7 +22,7 @@ question's "dendron", "note", "vault") barely moves the dense and lexical order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,8 +30,9 @@ from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf
+from localrag.retrieve.parts import question_parts
 from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds, traced_seeds
-from localrag.trace import TraceEvent, optional
+from localrag.trace import TraceEvent, omit_empty, optional
 
 # the BM25 search runs beside the query embedding, the vector search and the walk
 _LEXICAL = LexicalBeside("localrag-graph-bm25")
@@ -160,11 +161,27 @@ class FusionStep(TraceEvent, step="fusion", strategy="graph"):
     hits: ListHits | None = None
     seeds: tuple[Seed, ...] = ()
     note: str | None = optional()
+    parts: tuple[str, ...] = omit_empty(())  # a question that asks two things: each part ranked too
 
 
 def graph_ranked(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | None = None
                  ) -> tuple[Ranking, FusionStep]:
-    """The fused ranking and what went into it (for the trace)."""
+    """The fused ranking and what went into it (for the trace).
+
+    A question that asks two things (``question_parts``) is ranked whole and part by part, and the
+    rankings are fused again: the whole question keeps the context a part refers back to ("how do
+    I make *them* show up …"), each part keeps the notes that answer it in reach.
+    """
+    parts = question_parts(query) if ctx.settings.graph.split_questions else []
+    if not parts:
+        return _fused(ctx, query, k, extra_restart)
+    pool = max(ctx.settings.hybrid_pool, k)
+    whole, step = _fused(ctx, query, pool, extra_restart)
+    rankings = [whole] + [_fused(ctx, part, pool, extra_restart)[0] for part in parts]
+    return rrf(rankings, k, rrf_k=ctx.settings.graph.fusion_rrf_k), replace(step, parts=tuple(parts))
+
+
+def _fused(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | None) -> tuple[Ranking, FusionStep]:
     cfg = ctx.settings.graph
     pool = max(ctx.settings.hybrid_pool, k)
     lexical_future = _LEXICAL.search(ctx, query, pool)  # unfiltered: scored() applies a filter after fusion

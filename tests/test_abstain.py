@@ -1,0 +1,49 @@
+"""The no-model abstention rules (answer/abstain.py): a far best sentence, or no note about the things asked."""
+
+from __future__ import annotations
+
+from localrag.answer.abstain import check_evidence, is_about, names_without_note, question_names
+from localrag.config import AnswerSettings
+from localrag.records import Passage
+
+
+def _note(pid: int, title: str) -> Passage:
+    return Passage(pid, pid, f"{pid}.md", title, 0, title, f"Something about {title}.", "sha", 1, 1)
+
+
+def test_the_names_a_question_gives():
+    assert question_names("Where was the director of film Eight Days A Week (Film) born?") == ["Eight Days A Week", "Film"]
+    assert question_names("when did it happen?") == []
+    assert question_names("What is the most popular hotel in Gisvi's city of birth?") == ["Gisvi"]
+    assert question_names("Which Canadian actress starred in Barrier Device?") == ["Barrier Device"]
+    assert question_names("Is KaTeX rendering on by default?") == ["KaTeX"]
+
+
+def test_a_note_is_about_a_name_when_its_title_is_it_or_holds_it_as_whole_words():
+    assert is_about("Aschenbrodel", ["Aschenbrödel"])  # accents aside
+    assert is_about("Eight Days A Week (Film)", ["Eight Days A Week"])  # the qualifier aside
+    assert is_about("Orlinsford", ["Orlinsford market town"]) and is_about("the Tessaly Light lighthouse", ["Tessaly Light"])
+    assert is_about("Hayek", ["Friedrich Hayek"]) and is_about("McRae", ["McRae, Arkansas"])
+    assert not is_about("Orlinsford", ["Orlinsfordshire"])  # a longer word is another name
+    assert not is_about("Art", ["Art Nouveau"])  # too short to say anything when held
+
+
+def test_no_note_about_the_names_and_a_middling_sentence_abstains():
+    settings = AnswerSettings(abstain_below=0.45, abstain_unnamed_below=0.6)
+    question = "Who founded the Harebell Oven in Quillhaven?"
+    unrelated = [_note(1, "Orlinsford"), _note(2, "Kallendar Workshop")]
+    assert names_without_note(question, unrelated) == (["Harebell Oven", "Quillhaven"], 2)
+    check = check_evidence(question, unrelated, 0.55, settings)
+    assert check.weak and "Harebell Oven" in check.reason and "abstain_unnamed_below" in check.reason
+    assert not check_evidence(question, unrelated, 0.65, settings).weak  # a close sentence still answers
+    about_one = [_note(1, "The Harebell Oven")]  # half of the names have their note
+    assert not check_evidence(question, about_one, 0.55, settings).weak
+    assert check_evidence(question, about_one, 0.40, settings).weak  # the cosine rule alone
+    off = AnswerSettings(abstain_below=0, abstain_unnamed_below=0)
+    assert not check_evidence(question, unrelated, 0.1, off).weak and not check_evidence(question, [], None, off).weak
+
+
+def test_a_question_that_names_nothing_rests_on_the_cosine_rule():
+    settings = AnswerSettings(abstain_below=0.45, abstain_unnamed_below=0.6)
+    assert not check_evidence("what should i pack for the trip?", [_note(1, "Packing list")], 0.5, settings).weak
+    assert check_evidence("what should i pack for the trip?", [], None, settings).reason == "no evidence sentences"
