@@ -88,6 +88,19 @@ def test_reply_outside_the_constraint_is_never_shown_as_an_answer(index):
     assert any("none of the" in n for n in answer.notes)
 
 
+def test_a_question_about_something_no_note_is_about_abstains(index, monkeypatch):
+    index.settings.answer.abstain_unnamed_below = 0.99  # whatever the cosine: the rule decides
+    llm = ScriptedLLM(lambda m, s, p: "cardamom")
+    assistant = Assistant(index, llm=llm)
+    written = _spy_memory(assistant, monkeypatch)
+    answer = assistant.ask("Which spice did Zebulon Quarrington put in his loaf?", strategy="hybrid")
+    assert answer.abstained and "Zebulon Quarrington" in answer.abstain_reason
+    assert llm.calls == [] and written == []
+    # the same rule keeps a question whose named thing has its note
+    answered = assistant.ask("Which spice goes into the Rye and Plum Loaf?", strategy="hybrid")
+    assert not answered.abstained and answered.span == "cardamom"
+
+
 def test_weak_evidence_abstains_without_asking_the_model(index, settings_for, monkeypatch):
     index.settings.answer.abstain_below = 0.99
     llm = ScriptedLLM(lambda m, s, p: "cardamom")
