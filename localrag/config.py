@@ -129,6 +129,11 @@ class NeuroPathSettings:
     # SmolLM2's recorded tracking (three dev sets) recall@5 stayed at or above the fusion's
     # (docs/benchmarks.md "Never below the fusion: keep_top")
     keep_top: int = 2
+    # with completion "graph": a tracking run whose chain and requirement share no content word with
+    # the question (SmolLM2 answered timestamps, "2018-01-01T00:00:00Z") adds nothing: its paths and
+    # chain hits are set aside and the fusion ranks alone. Found on the held-out musique200 run, where
+    # such runs cost NeuroPath a gold passage (docs/benchmarks.md "Held out … below graph")
+    grounded_only: bool = True
     max_valid: int = 8
     max_expand: int = 4
 

@@ -10,7 +10,8 @@ with no model call:
 
     .venv/bin/python scripts/keep_top_replay.py docs/results/issue15/musique100-dev20-smollm2-np-remind.json
 
-Prints recall@2 / @5 per strategy and keep_top beside `graph` on the same questions.
+Prints recall@2 / @5 per strategy and keep_top beside `graph` on the same questions, and
+NeuroPath with its ungrounded tracking runs kept (``neuropath.grounded_only`` off).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from localrag.api import Assistant, Index
 from localrag.config import load_settings
@@ -39,12 +41,11 @@ def remind_ranking(ctx: Context, question: str, collected: list[int], k: int, ke
     return [pid for pid, _ in fused]
 
 
-def neuropath_ranking(ctx: Context, question: str, tracking: dict, k: int, keep_top: int,
-                      chain_weight: float | None = None) -> list[int]:
+def neuropath_ranking(ctx: Context, question: str, tracking: dict, k: int, keep_top: int, **overrides: Any) -> list[int]:
+    """NeuroPath's final ranking of one recorded tracking run; ``overrides``: neuropath settings."""
     if not tracking.get("seeds"):  # no query entity: the strategy's fallback, which keep_top does not touch
         return [pid for pid, _ in no_entity_fallback(ctx, question, k, "graph")]
-    chain = {} if chain_weight is None else {"chain_weight": chain_weight}
-    return passage_ids(fuse_with(ctx, question, completion_input(tracking), k, keep_top=keep_top, **chain))
+    return passage_ids(fuse_with(ctx, question, completion_input(tracking), k, keep_top=keep_top, **overrides))
 
 
 def _weights(text: str) -> list[float]:
@@ -88,9 +89,13 @@ def main() -> None:
                 ranked = (remind_ranking(ctx, q.question, tracking["collected"], args.k, keep)
                           if rec["strategy"] == "remind" else neuropath_ranking(ctx, q.question, tracking, args.k, keep))
                 sums.add(f"{rec['strategy']} keep_top={keep}", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
+            shipped = ctx.settings.neuropath.keep_top
             for weight in chain_weights if rec["strategy"] == "neuropath" else ():
-                ranked = neuropath_ranking(ctx, q.question, tracking, args.k, ctx.settings.neuropath.keep_top, weight)
+                ranked = neuropath_ranking(ctx, q.question, tracking, args.k, shipped, chain_weight=weight)
                 sums.add(f"neuropath chain_weight={weight:g}", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
+            if rec["strategy"] == "neuropath":  # the runs whose chain says none of the question's words kept
+                ranked = neuropath_ranking(ctx, q.question, tracking, args.k, shipped, grounded_only=False)
+                sums.add("neuropath grounded_only=False", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
         index.close()
         print(path)
         for name, (r2, r5, n) in sorted(sums.means().items()):

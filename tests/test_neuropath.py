@@ -206,6 +206,26 @@ def test_a_bench_record_replays_to_the_same_ranking(graph_index):
     assert tracking_summary(Assistant(graph_index, llm=object()).retrieve(QUESTION, "hybrid", 5).trace) == {}
 
 
+def test_a_chain_that_says_none_of_the_question_words_adds_nothing(graph_index):
+    """SmolLM2 has answered timestamps as its chain: such a run is set aside, the fusion ranks alone."""
+    import dataclasses
+    from localrag_bench.runner import completion_input, tracking_summary
+    from localrag.records import Trace
+    from localrag.retrieve.graph import graph_ranked
+    from localrag.retrieve.neuropath import fuse
+    from localrag.retrieve.neuropath.completion import grounded
+
+    a = Assistant(graph_index, llm=scripted_two_rounds())
+    inp = completion_input(tracking_summary(a.retrieve(QUESTION, "neuropath", 5).trace))
+    assert grounded(QUESTION, inp) and inp.docs
+    noise = dataclasses.replace(inp, chain="2018-01-01T00:00:00Z", requirement="2018-01-01T00:00:00Z")
+    assert not grounded(QUESTION, noise)
+    trace = Trace("neuropath")
+    got = fuse(a.context(), QUESTION, noise, 5, trace)
+    assert [sp.passage.id for sp in got.passages] == [pid for pid, _ in graph_ranked(a.context(), QUESTION, 5)[0]]
+    assert completion_step(got).set_aside and not any(sp.source == "path" for sp in got.passages)
+
+
 def test_stand_in_paths_cited_by_the_answer_are_learned(graph_index):
     """An unusable tracking reply teaches nothing, but the answer's citations do: the repeat recalls."""
     def respond(messages, schema, phase):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from localrag.answer.evidence import title_key
-from localrag.answer.words import DEMONYM, STOP, WORD
+from localrag.words import DEMONYM, STOP, WORD
 from localrag.config import AnswerSettings
 from localrag.kg.spans import find_spans
 from localrag.records import Passage

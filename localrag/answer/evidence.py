@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 from markdown_it import MarkdownIt
 
-from localrag.answer.words import content_words, coverage, stem, stems
+from localrag.words import content_words, coverage, stem, stems
 from localrag.embed import Embedder
 from localrag.kg.spans import clean_markup, sentences
 from localrag.records import Passage, Retrieval

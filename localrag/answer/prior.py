@@ -17,7 +17,7 @@ from typing import Sequence
 
 from localrag.answer.evidence import EvidenceSentence, title_key
 from localrag.answer.shape import Shape
-from localrag.answer.words import DEMONYM, STOP as _STOP, WORD as _WORD, word_forms, words as _words
+from localrag.words import DEMONYM, STOP as _STOP, WORD as _WORD, word_forms, words as _words
 from localrag.kg.spans import find_spans
 
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")

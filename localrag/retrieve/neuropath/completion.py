@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from localrag.words import content_words, stem, stems
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, scored
 from localrag.retrieve.dense import dense_ranked
@@ -39,6 +40,12 @@ class CompletionInput:
 
 
 
+def grounded(query: str, inp: CompletionInput) -> bool:
+    """Whether the model's chain or requirement says one of the question's content words (by stem)."""
+    said = stems(f"{inp.chain} {inp.requirement}")
+    return any(stem(w) in said for w in content_words(query))
+
+
 def complete(ctx: Context, query: str, state: TrackState, k: int, trace: Trace,
              seeds: Sequence[int] = (), qvec: np.ndarray | None = None) -> Retrieval:
     """Post-retrieval completion (b.3) of a tracking run; see ``fuse``."""
@@ -56,7 +63,9 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
     are then only the embedding order's guess).
     """
     cfg = ctx.settings.neuropath
-    docs = ctx.keep_ids(inp.docs)
+    set_aside = (cfg.grounded_only and cfg.completion == "graph" and cfg.merge != "paths-first"
+                 and not grounded(query, inp))
+    docs = [] if set_aside else ctx.keep_ids(inp.docs)
     text = " ".join(x for x in (query, inp.chain, inp.requirement) if x)
     pool = max(cfg.backfill, k)
     completion: list[tuple[int, float]] = []
@@ -74,7 +83,7 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
         # model adds can reorder the fusion's list but rarely push its top passages out
         base, _ = graph_ranked(ctx, query, pool)
         lists, weights = [base, [(d, 1.0) for d in docs]], [1.0, path_weight]
-        extra = " ".join(x for x in (inp.chain, inp.requirement) if x)
+        extra = "" if set_aside else " ".join(x for x in (inp.chain, inp.requirement) if x)
         if extra and cfg.chain_weight > 0:
             lists.append(hybrid_ranked(ctx, text, pool)[0])
             weights.append(cfg.chain_weight)
@@ -94,7 +103,7 @@ def fuse(ctx: Context, query: str, inp: CompletionInput, k: int, trace: Trace,
         ranked = ranked[:k]
     trace.add(CompletionStep(path_docs=tuple(docs), query=text[:300], merge=cfg.merge, retriever=cfg.completion,
                              path_ends=inp.ends, path_weight=path_weight, fallback=inp.fallback, chain=inp.chain,
-                             requirement=inp.requirement, graph=graph_info))
+                             requirement=inp.requirement, graph=graph_info, set_aside=set_aside or None))
     passages = scored(ctx, ranked, "completion")
     for sp in passages:
         if sp.passage.id in docs:

@@ -123,3 +123,4 @@ class CompletionStep(TraceEvent, step="completion", strategy=STRATEGY):
     chain: str = ""
     requirement: str = ""
     graph: CompletionGraph | None = optional()
+    set_aside: bool | None = optional()  # True: the chain said none of the question's words, the fusion ranked alone
