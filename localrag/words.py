@@ -21,12 +21,15 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in WORD.findall(text)]
 
 
+POSSESSIVE_END = re.compile(r"['’]s?$")  # "Monch's", "Lakers'": the owner form of a name
+
+
 def word_forms(text: str) -> set[str]:
     """Its words, each also without a possessive and, if hyphenated, by parts ("Al-Aziz's": al-aziz's,
     al-aziz, al, aziz): a span that repeats any of them repeats the text."""
     out: set[str] = set()
     for w in words(text):
-        bare = re.sub(r"['’]s?$", "", w)
+        bare = POSSESSIVE_END.sub("", w)
         out |= {w, bare, *(p for p in bare.split("-") if p)}
     return out
 

@@ -38,7 +38,7 @@ from localrag.api import Assistant  # noqa: E402
 from localrag.config import AnswerSettings  # noqa: E402
 from localrag.kg.spans import find_spans  # noqa: E402
 from localrag.records import Passage  # noqa: E402
-from localrag_bench.data import Dataset, Question, load_dataset  # noqa: E402
+from localrag_bench.data import BenchDataError, Dataset, Question, load_dataset  # noqa: E402
 from localrag_bench.notes_set import load_notes_dataset  # noqa: E402
 from localrag_bench.metrics import exact_match, recall_at_k  # noqa: E402
 from localrag_bench.runner import BenchSpec, RunOptions, gold_in_evidence, open_index  # noqa: E402
@@ -144,8 +144,11 @@ def main() -> int:
     args = ap.parse_args()
     if bool(args.data) == bool(args.notes) or bool(args.notes) != bool(args.questions):
         ap.error("give --data DIR, or --notes DIR with --questions FILE")
-    dataset = (load_notes_dataset(args.notes, args.questions, args.ids, args.limit) if args.notes
-               else load_dataset(args.data, args.ids, args.limit))
+    try:
+        dataset = (load_notes_dataset(args.notes, args.questions, args.ids, args.limit) if args.notes
+                   else load_dataset(args.data, args.ids, args.limit))
+    except BenchDataError as exc:
+        ap.error(str(exc))
     asked = retrieve_all(dataset, args.strategy, drop_gold=False)
     if args.what == "evidence":
         sweep_evidence(asked)

@@ -48,6 +48,13 @@ def _spy_memory(assistant: Assistant, monkeypatch) -> list[list[int]]:
     return written
 
 
+def _cardamom_assistant(index: Index, monkeypatch) -> tuple[Assistant, ScriptedLLM, list[list[int]]]:
+    """An assistant whose scripted model always says "cardamom", and the memory writes it makes."""
+    llm = ScriptedLLM(lambda m, s, p: "cardamom")
+    assistant = Assistant(index, llm=llm)
+    return assistant, llm, _spy_memory(assistant, monkeypatch)
+
+
 def test_short_question_is_constrained_and_answered_with_its_sentence(index, monkeypatch):
     llm = ScriptedLLM(lambda m, s, p: "cardamom")
     assistant = Assistant(index, llm=llm)
@@ -90,9 +97,7 @@ def test_reply_outside_the_constraint_is_never_shown_as_an_answer(index):
 
 def test_a_question_about_something_no_note_is_about_abstains(index, monkeypatch):
     index.settings.answer.abstain_unnamed_below = 0.99  # whatever the cosine: the rule decides
-    llm = ScriptedLLM(lambda m, s, p: "cardamom")
-    assistant = Assistant(index, llm=llm)
-    written = _spy_memory(assistant, monkeypatch)
+    assistant, llm, written = _cardamom_assistant(index, monkeypatch)
     answer = assistant.ask("Which spice did Zebulon Quarrington put in his loaf?", strategy="hybrid")
     assert answer.abstained and "Zebulon Quarrington" in answer.abstain_reason
     assert llm.calls == [] and written == []
@@ -103,9 +108,7 @@ def test_a_question_about_something_no_note_is_about_abstains(index, monkeypatch
 
 def test_weak_evidence_abstains_without_asking_the_model(index, settings_for, monkeypatch):
     index.settings.answer.abstain_below = 0.99
-    llm = ScriptedLLM(lambda m, s, p: "cardamom")
-    assistant = Assistant(index, llm=llm)
-    written = _spy_memory(assistant, monkeypatch)
+    assistant, llm, written = _cardamom_assistant(index, monkeypatch)
     answer = assistant.ask("What colour is the lighthouse on Pell Island?", strategy="hybrid")
     assert answer.abstained and "abstain_below" in answer.abstain_reason
     assert llm.calls == [] and written == []

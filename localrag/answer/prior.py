@@ -17,7 +17,7 @@ from typing import Sequence
 
 from localrag.answer.evidence import EvidenceSentence, title_key
 from localrag.answer.shape import Shape
-from localrag.words import DEMONYM, STOP as _STOP, WORD as _WORD, word_forms, words as _words
+from localrag.words import DEMONYM, POSSESSIVE_END, STOP as _STOP, WORD as _WORD, word_forms, words as _words
 from localrag.kg.spans import find_spans
 
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
@@ -81,7 +81,6 @@ _ASKS_WHERE = re.compile(r"\b(place|city|country|state|town|county|village|regio
 _ASKS_NATIONALITY = re.compile(r"\b(nationality|in common|which country .* from|what country .* from)\b", re.I)
 
 
-_POSSESSIVE_END = re.compile(r"['’]s?$")
 _PLACE_BEFORE = frozenset("in at near from to".split())
 
 _HEAD = re.compile(r"\b(?:which|what)\s+(?:is\s+the\s+name\s+of\s+(?:the\s+)?|(?:kind|type|sort)\s+of\s+)?"
@@ -198,7 +197,7 @@ def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sent
 
     def add(text: str, kind: str, sentence: EvidenceSentence, position: int, start: int, end: int) -> None:
         text = " ".join(text.strip(" \t\n.,;:!?\"'“”()[]*_`|").split())
-        owner = _POSSESSIVE_END.search(text)
+        owner = POSSESSIVE_END.search(text)
         if owner:  # "Pharoahe Monch's": the answer is the name, not its owner form
             text, end = text[:owner.start()], end - len(owner.group(0))
         words = _words(text)
