@@ -211,15 +211,20 @@ class Assistant:
                           "starting from the graph fusion")
 
     def resolve_pick(self) -> str:
-        """``answer.pick = auto``: the model picks short answers from ``answer.pick_min_params`` up;
-        below (SmolLM2-135M: its picks scored under the no-model ranking's first) the ranking does.
-        A model of unknown size (served, or given) picks: one constrained call costs little, and a
-        model worth serving is rarely that small."""
+        """``answer.pick = auto``: below ``answer.pick_min_params`` the no-model ranking's first span;
+        from there the model picks among the ranking's best spans; from ``answer.copy_min_params`` it
+        writes the answer in the passages' words (``copy``). A model of unknown size (served, or
+        given) picks among the best spans: copy's constraint is thousands of strings, which
+        llama-cpp-python's server could not turn into a grammar (docs/benchmarks.md "copy")."""
         pick = self.settings.answer.pick
         if pick != "auto":
             return pick
-        size = self.model_size()
-        return "ranking" if size.known and size.params < self.settings.answer.pick_min_params else "model"
+        size, answer = self.model_size(), self.settings.answer
+        if not size.known:
+            return "model"
+        if size.params >= answer.copy_min_params:
+            return "copy"
+        return "ranking" if size.params < answer.pick_min_params else "model"
 
     def model_size(self):
         """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""

@@ -199,6 +199,10 @@ class RemindSettings:
     rank: str = "graph"
     collected_weight: float = 0.3
     keep_top: int = 2  # as neuropath.keep_top: the fusion's first passages keep their places
+    # with rank "graph": a walk the judge never found sufficient (budget spent, model stopped,
+    # caps reached) is exploration the model did not vouch for; its passages are set aside and
+    # only those recalled from memory are fused (Qwen-0.5B, MuSiQue: docs/benchmarks.md)
+    confirmed_only: bool = True
     zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 
@@ -233,14 +237,20 @@ class AnswerSettings:
     # without the model (localrag/answer/compare.py)
     decide_comparisons: bool = True
     # who picks a short answer among the allowed spans: "model" (grammar-constrained choice), "ranking"
-    # (the first of the no-model ranking, no call), "auto": the ranking below pick_min_params (GGUF
-    # metadata or llm.params), the model from there or when its size is unknown (served: one constrained
-    # call costs little). Measured: docs/benchmarks.md "Answers"
+    # (the first of the no-model ranking, no call), "copy" (the model writes it, held by the grammar to
+    # runs of the passages' words), "auto": the ranking below pick_min_params (GGUF metadata or
+    # llm.params), the model from there or when its size is unknown (served), copy from
+    # copy_min_params. Measured: docs/benchmarks.md "Answers"
     pick: str = "auto"
     # 100M: SmolLM2-135M's pick was right as often as the ranking's first over the four sets measured
     # (38 vs 37 questions: better on the sample notes and 2wiki, worse on HotpotQA and MuSiQue), and
     # on the sample notes, the first thing a user asks, 10 vs 7 of 28; it costs ~0.5 s a question
     pick_min_params: int = 100_000_000
+    # from this size "auto" lets the model write the answer in the passages' own words ("copy": any
+    # run of up to copy_max_words words of the passages, under the grammar) instead of picking one of
+    # the ranking's max_choices spans. Chosen on the dev questions (docs/benchmarks.md "Copied answers")
+    copy_min_params: int = 300_000_000
+    copy_max_words: int = 8
     # abstain without asking the model when the best evidence sentence is less similar than this
     # (cosine, MiniLM; 0 = never) ...
     abstain_below: float = 0.35
@@ -391,8 +401,10 @@ def load_settings(
         raise ConfigError("remind.zero_jump must be 'reinforce' or 'skip'")
     if settings.conversation.resolver not in {"auto", "rules", "llm", "off"}:
         raise ConfigError("conversation.resolver must be auto, rules, llm or off")
-    if settings.answer.pick not in {"auto", "model", "ranking"}:
-        raise ConfigError(f"answer.pick must be 'auto', 'model' or 'ranking', got {settings.answer.pick!r}")
+    if settings.answer.pick not in {"auto", "model", "ranking", "copy"}:
+        raise ConfigError(f"answer.pick must be 'auto', 'model', 'ranking' or 'copy', got {settings.answer.pick!r}")
+    if settings.answer.copy_max_words < 1:
+        raise ConfigError(f"answer.copy_max_words must be at least 1, got {settings.answer.copy_max_words}")
     if settings.answer.mode not in {"shape", "free"}:
         raise ConfigError(f"answer.mode must be 'shape' or 'free', got {settings.answer.mode!r}")
     if settings.llm.concurrency < 1:

@@ -258,7 +258,7 @@ def tracking_summary(trace: Trace) -> dict:
             out.update(path_docs=list(step.path_docs), path_ends=list(step.path_ends), fallback=step.fallback,
                        chain=step.chain, requirement=step.requirement)
         elif isinstance(step, remind_events.RankingStep):
-            out["collected"] = list(step.collected)
+            out.update(collected=list(step.collected), sufficient=step.sufficient, recalled=list(step.recalled))
     return out
 
 

@@ -11,7 +11,8 @@ with no model call:
     .venv/bin/python scripts/keep_top_replay.py docs/results/issue15/musique100-dev20-smollm2-np-remind.json
 
 Prints recall@2 / @5 per strategy and keep_top beside `graph` on the same questions, and
-NeuroPath with its ungrounded tracking runs kept (``neuropath.grounded_only`` off).
+NeuroPath with its ungrounded tracking runs kept (``neuropath.grounded_only`` off) and remind
+with the walks its judge never found sufficient fused too (``remind.confirmed_only`` off).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from localrag.config import load_settings
 from localrag.retrieve.base import Context
 from localrag.retrieve.fusion import rrf_onto
 from localrag.retrieve.graph import graph_ranked
+from localrag.retrieve.remind.strategy import fused_passages
 from localrag_bench.data import BenchDataError, load_dataset
 from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
 from localrag_bench.runner import completion_input
@@ -33,12 +35,24 @@ from localrag_bench.runner import completion_input
 KEEP_TOPS = (0, 1, 2, 3, 5)
 
 
-def remind_ranking(ctx: Context, question: str, collected: list[int], k: int, keep_top: int) -> list[int]:
-    """remind's `graph` ranking (strategy._rank) of one walk's collected passages."""
-    walked = ctx.keep_ids(dict.fromkeys(collected))
+def remind_ranking(ctx: Context, question: str, walk: dict, k: int, keep_top: int, confirmed_only: bool) -> list[int]:
+    """remind's `graph` ranking (strategy._rank) of one recorded walk (``walk_of``)."""
+    walked = ctx.keep_ids(dict.fromkeys(walk["collected"]))
+    fused = fused_passages(walked, walk["recalled"], walk["sufficient"], confirmed_only)
     base, _ = graph_ranked(ctx, question, max(k, len(walked), ctx.settings.hybrid_pool))
-    fused = rrf_onto(base, [[(pid, 1.0) for pid in walked]], [ctx.settings.remind.collected_weight], k, 8, keep_top)
-    return [pid for pid, _ in fused]
+    ranked = rrf_onto(base, [[(pid, 1.0) for pid in fused]], [ctx.settings.remind.collected_weight], k, 8, keep_top)
+    return [pid for pid, _ in ranked]
+
+
+def walk_of(record: dict, max_llm_calls: int) -> dict:
+    """A remind record's walk. Files from before the judge's verdict was recorded: a walk that
+    spent its whole traversal budget was not found sufficient (the judge ends the walk on "yes"),
+    any other counts as sufficient, which keeps its passages (the cautious side); memory recall unknown."""
+    tracking = record["tracking"]
+    if "sufficient" in tracking:
+        return tracking
+    spent = (record.get("calls_by_phase") or {}).get("traverse", 0) >= max_llm_calls - 1
+    return {"collected": tracking["collected"], "recalled": [], "sufficient": not spent}
 
 
 def neuropath_ranking(ctx: Context, question: str, tracking: dict, k: int, keep_top: int, **overrides: Any) -> list[int]:
@@ -85,10 +99,15 @@ def main() -> None:
             sums.add(f"{rec['strategy']} as run", rec["retrieved_doc_ids"], q.gold_doc_ids)
             sums.add(f"graph ({rec['strategy']}'s questions)",
                      ranked_doc_ids(ctx, [p for p, _ in graph_ranked(ctx, q.question, args.k)[0]]), q.gold_doc_ids)
+            remind = ctx.settings.remind
+            walk = walk_of(rec, remind.max_llm_calls) if rec["strategy"] == "remind" else {}
             for keep in KEEP_TOPS:
-                ranked = (remind_ranking(ctx, q.question, tracking["collected"], args.k, keep)
-                          if rec["strategy"] == "remind" else neuropath_ranking(ctx, q.question, tracking, args.k, keep))
+                ranked = (remind_ranking(ctx, q.question, walk, args.k, keep, remind.confirmed_only)
+                          if walk else neuropath_ranking(ctx, q.question, tracking, args.k, keep))
                 sums.add(f"{rec['strategy']} keep_top={keep}", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
+            if walk:  # every walk's passages fused, judged sufficient or not
+                ranked = remind_ranking(ctx, q.question, walk, args.k, remind.keep_top, False)
+                sums.add("remind confirmed_only=False", ranked_doc_ids(ctx, ranked), q.gold_doc_ids)
             shipped = ctx.settings.neuropath.keep_top
             for weight in chain_weights if rec["strategy"] == "neuropath" else ():
                 ranked = neuropath_ranking(ctx, q.question, tracking, args.k, shipped, chain_weight=weight)

@@ -79,6 +79,22 @@ def test_short_question_is_constrained_and_answered_with_its_sentence(index, mon
     assert data["evidence"] and data["events"][0]["event"] == "retrieval"
 
 
+def test_copy_mode_admits_any_run_of_the_passages_words_and_cites_its_sentence(index):
+    index.settings.answer.pick = "copy"
+    llm = ScriptedLLM(lambda m, s, p: "a bakery on Millrace Lane")
+    answer = Assistant(index, llm=llm).ask("Where is the Harebell Oven?", strategy="hybrid")
+    (choices,) = llm.choices
+    assert "a bakery on Millrace Lane" in choices and "Millrace" in choices and choices[-1] == NOT_IN_NOTES
+    assert "Millrace Lane, owned" in choices, "outer punctuation is stripped, inner kept"
+    assert not any("cinnamon" in c for c in choices)
+    (messages,) = [m for _, m in llm.calls]
+    assert "<passage>" in messages[-1]["content"], "the model reads the passages, not a list of spans"
+    assert answer.picked_by == "model" and answer.span == "a bakery on Millrace Lane" and not answer.abstained
+    assert any("answer.pick = copy" in n for n in answer.notes)
+    assert answer.span_sentence.location.startswith("oven.md:")
+    assert [c.passage.path for c in answer.citations if c.cited] == ["oven.md"]
+
+
 def test_model_choosing_not_in_your_notes_abstains_and_writes_no_memory(index, monkeypatch):
     assistant = Assistant(index, llm=ScriptedLLM(lambda m, s, p: NOT_IN_NOTES))
     written = _spy_memory(assistant, monkeypatch)

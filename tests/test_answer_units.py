@@ -12,7 +12,7 @@ from rich.console import Console
 from localrag.answer import Answer, Citation, checked_reply, strip_markup
 from localrag.answer.evidence import EvidenceSentence, rank_evidence, residual_words, split_units, with_residual
 from localrag.answer.shape import classify
-from localrag.answer.spans import NOT_IN_NOTES, build_choices, ngrams
+from localrag.answer.spans import NOT_IN_NOTES, build_choices, ngrams, with_copied_spans
 from localrag.llm.grammar import choice_grammar, choice_schema, grammar_language
 from localrag.records import Passage, Retrieval, Trace
 
@@ -132,6 +132,23 @@ def test_grammar_admits_exactly_the_spans_of_the_evidence(texts, question):
         assert choice in allowed or any(choice in e.plain for e in evidence), choice
     grammar = choice_grammar(choices.texts)
     assert grammar_language(grammar) == set(choices.texts), "every choice, and nothing else"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_sentences, min_size=1, max_size=4), st.integers(min_value=1, max_value=5))
+def test_copied_answers_are_runs_of_the_evidence_words_and_nothing_else(texts, max_words):
+    evidence = _evidence(texts)
+    question = "Who built the lathe?"
+    ranked = build_choices(question, classify(question), evidence)
+    choices = with_copied_spans(ranked, evidence, max_words)
+    assert choices.texts[:len(ranked) - 1] == ranked.texts[:-1] and choices.texts[-1] == NOT_IN_NOTES
+    runs = {" ".join(words[i:j]) for words in (t.split() for t in texts)
+            for i in range(len(words)) for j in range(i + 1, min(len(words), i + max_words) + 1)}
+    for text in choices.texts[len(ranked) - 1:-1]:
+        assert text in runs, text
+        assert text in choices.source[text].plain, "each copied span keeps the sentence it is in"
+    assert runs <= set(choices.texts), "every run of the sentences' words is admitted"
+    assert grammar_language(choice_grammar(choices.texts)) == set(choices.texts)
 
 
 @settings(max_examples=200, deadline=None)

@@ -74,6 +74,16 @@ def test_size_threshold_and_unknown_sizes_are_settings(index_with_graph, tmp_pat
     assert Assistant(index_with_graph, llm=lowered).resolve("auto").strategy == "neuropath"
 
 
+@pytest.mark.parametrize("params,label,pick", [(90_000_000, "90M", "ranking"), (135_000_000, "135M", "model"),
+                                               (494_000_000, "0.5B", "copy"), (14_800_000_000, "14B", "copy")])
+def test_who_writes_a_short_answer_follows_the_model_size(index_with_graph, params, label, pick):
+    assert Assistant(index_with_graph, llm=SizedLLM(params, label)).resolve_pick() == pick
+    unknown = ScriptedLLM(lambda m, sch, ph: "unused")  # no model_size: a served or given model
+    assert Assistant(index_with_graph, llm=unknown).resolve_pick() == "model"
+    index_with_graph.settings.answer.pick = "ranking"  # a pick that is set is kept whatever the size
+    assert Assistant(index_with_graph, llm=SizedLLM(params, label)).resolve_pick() == "ranking"
+
+
 @pytest.mark.slow
 def test_ask_on_the_examples_with_auto_makes_no_retrieval_call(notes_dir, bundled_model):
     env_cmd = [sys.executable, "-m", "localrag", "ask", "What spice goes into the rye and plum loaf?",

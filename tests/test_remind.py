@@ -15,6 +15,7 @@ from localrag.api import Assistant, Index
 from localrag.memory.edges import enhance, readout
 from localrag.retrieve.remind.dfs import Step, expand, valid_steps
 from localrag.retrieve.remind.graph import Edge, RemindGraph, entity, passage
+from localrag.retrieve.remind.strategy import fused_passages
 from localrag.trace import event_name
 
 from scripted_llm import ScriptedLLM
@@ -320,6 +321,42 @@ def test_caps_stop_a_model_that_is_never_satisfied(kb, policy, caps, reason):
     if policy == "invalid" and not caps:
         assert len(llm.calls) == 5  # 2 judges, 3 tries of one choice
         assert steps(r, "memory")[0].mode == "no update: the walk ended on invalid choices"
+
+
+# -- ranking onto the no-LLM fusion --------------------------------------------------------------------
+@pytest.mark.parametrize("confirmed_only", [True, False])
+def test_a_walk_never_judged_sufficient_leaves_the_graph_ranking_alone(kb, confirmed_only):
+    kb.settings.remind.rank = "graph"
+    kb.settings.remind.confirmed_only = confirmed_only
+    kb.settings.memory.enabled = False
+    r = Assistant(kb, llm=navigator(policy="first", judge="never")).retrieve(QUESTION, "remind", 5)
+    ranking = steps(r, "ranking")[0]
+    assert not ranking.sufficient and len(ranking.collected) >= 3
+    graph = [sp.passage.id for sp in Assistant(kb).retrieve(QUESTION, "graph", 5).passages]
+    if confirmed_only:  # exploration the judge never vouched for: set aside, the fusion's list as it is
+        assert ranking.fused == () and [sp.passage.id for sp in r.passages] == graph
+        assert all(sp.source not in ("path", "seed", "memory") for sp in r.passages)
+    else:
+        assert ranking.fused == ranking.collected
+        assert any(sp.source == "path" for sp in r.passages)
+
+
+def test_a_walk_judged_sufficient_is_fused_onto_the_graph_ranking(kb):
+    kb.settings.remind.rank = "graph"
+    r = Assistant(kb, llm=navigator()).retrieve(QUESTION, "remind", 5)
+    ranking = steps(r, "ranking")[0]
+    assert ranking.sufficient and ranking.fused == ranking.collected
+    assert {pid(kb, n) for n in USEFUL} <= set(ranking.fused)
+    graph = [sp.passage.id for sp in Assistant(kb).retrieve(QUESTION, "graph", 5).passages]
+    keep = kb.settings.remind.keep_top
+    assert [sp.passage.id for sp in r.passages[:keep]] == graph[:keep], "the fusion's head stays in place"
+    assert set(USEFUL) <= {sp.passage.path for sp in r.passages} and any(sp.source == "path" for sp in r.passages)
+
+
+def test_an_unconfirmed_walk_keeps_only_what_memory_recalled():
+    assert fused_passages([4, 7, 9], [9, 2], sufficient=False, confirmed_only=True) == [9]
+    assert fused_passages([4, 7, 9], [9, 2], sufficient=True, confirmed_only=True) == [4, 7, 9]
+    assert fused_passages([4, 7, 9], [], sufficient=False, confirmed_only=False) == [4, 7, 9]
 
 
 # -- the valid-path rule (R6), on a hand-made path list ----------------------------------------------

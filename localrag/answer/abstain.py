@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 from localrag.answer.evidence import title_key
@@ -58,9 +59,11 @@ def _adjective(name: str, after: str) -> bool:
                 and following.group(0) not in STOP)
 
 
-def _title_keys(title: str) -> set[str]:
-    """A title and, for "McRae, Arkansas", the name before its first comma."""
-    return {f" {name_key(t)} " for t in (title, title.split(",")[0]) if name_key(t)}
+@lru_cache(maxsize=4096)
+def _title_keys(title: str) -> frozenset[str]:
+    """A title and, for "McRae, Arkansas", the name before its first comma (each title keyed once,
+    however many names are compared with it)."""
+    return frozenset(f" {name_key(t)} " for t in (title, title.split(",")[0]) if name_key(t))
 
 
 def is_about(name: str, titles: Sequence[str]) -> bool:

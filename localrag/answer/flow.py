@@ -23,12 +23,12 @@ from localrag.answer.abstain import check_evidence
 from localrag.answer.compare import NoteLookup
 from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence, split_units
 from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
-from localrag.answer.shape import Shape, classify
-from localrag.answer.spans import NOT_IN_NOTES, Choices, build_choices, sentence_for
+from localrag.answer.shape import CHOICE, YESNO, Shape, classify
+from localrag.answer.spans import NOT_IN_NOTES, Choices, build_choices, sentence_for, with_copied_spans
 from localrag.config import AnswerSettings
 from localrag.embed import Embedder
 from localrag.llm.base import LLM, Message, TokenSink
-from localrag.llm.prompts import answer_messages, short_span_messages
+from localrag.llm.prompts import PromptPassage, answer_messages, copy_answer_messages, short_span_messages
 from localrag.llm.prompts_chat import with_history
 from localrag.kg.spans import clean_markup
 from localrag.records import Passage, Retrieval
@@ -138,6 +138,9 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
     choices = build_choices(question, out.shape, evidence, passages, lookup, span_sentences=settings.span_sentences,
                             ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
                             max_choices=settings.max_choices, offer_abstain=settings.offer_abstain)
+    copying = settings.pick == "copy" and out.shape.qtype not in (YESNO, CHOICE)
+    if copying:
+        choices = with_copied_spans(choices, evidence, settings.copy_max_words)
     out.choices = choices
     emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="short", choices=len(choices)))
     if choices.decision is not None and settings.decide_comparisons:
@@ -162,10 +165,16 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
         out.notes.append("answer: the best-ranked span of the evidence, without the model (answer.pick)")
         _give(out, ranked[0], choices, passages)
         return
-    quotes = [e.plain for e in evidence[:settings.prompt_sentences]]
+    if copying:  # answer.pick = copy: the model's own words, each a word of the passages it reads
+        messages = copy_answer_messages(question, [PromptPassage(i, p.location, p.title, p.text)
+                                                   for i, p in enumerate(passages, start=1)])
+        out.notes.append(f"answer: written by the model in the passages' words, a run of up to "
+                         f"{settings.copy_max_words} (answer.pick = copy)")
+    else:
+        messages = short_span_messages(question, [e.plain for e in evidence[:settings.prompt_sentences]], ranked)
     out.picked_by = "model"
-    reply = llm_factory().chat(short_span_messages(question, quotes, ranked), choices=list(choices.texts),
-                               max_tokens=SHORT_MAX_TOKENS, phase="answer", on_token=first)
+    reply = llm_factory().chat(messages, choices=list(choices.texts), max_tokens=SHORT_MAX_TOKENS, phase="answer",
+                               on_token=first)
     pick = _match_choice(reply.text, choices)
     if pick is None:
         out.notes.append(f"answer: the model's reply {reply.text.strip()[:60]!r} is none of the {len(choices)} "

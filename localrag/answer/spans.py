@@ -9,8 +9,8 @@ localrag.llm.grammar's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Sequence
 
 from localrag.answer import prior
 from localrag.answer.compare import Decision, NoteLookup, decide_choice, decide_same, options_absent
@@ -94,6 +94,33 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
     if offer_abstain or not texts:
         add(NOT_IN_NOTES)
     return Choices(tuple(texts), source, decision, unknown_options=unknown)
+
+
+def with_copied_spans(choices: Choices, evidence: Sequence[EvidenceSentence], max_words: int) -> Choices:
+    """``choices`` widened to every run of 1..``max_words`` words of the evidence sentences
+    (``answer.pick = copy``): a model that can answer writes its own words, and the grammar holds
+    them to the notes' text. The ranked spans stay first, "not in your notes" last."""
+    texts = [t for t in choices.texts if t != NOT_IN_NOTES]
+    source, seen = dict(choices.source), set(texts)
+    for sentence in evidence:
+        for span in word_runs(sentence.plain, max_words):
+            if span not in seen:
+                seen.add(span)
+                texts.append(span)
+                source[span] = sentence
+    if NOT_IN_NOTES in choices.texts:
+        texts.append(NOT_IN_NOTES)
+    return replace(choices, texts=tuple(texts), source=source)
+
+
+def word_runs(plain: str, max_words: int) -> Iterator[str]:
+    """Runs of 1..``max_words`` whitespace-separated words, outer punctuation stripped as the spans' is."""
+    words = plain.split()
+    for i in range(len(words)):
+        for j in range(i + 1, min(len(words), i + max_words) + 1):
+            span = _clean(" ".join(words[i:j]))
+            if span and len(span) <= 120 and any(ch.isalnum() for ch in span):
+                yield span
 
 
 def _sentence_of(passage: Passage, evidence: Sequence[EvidenceSentence]) -> EvidenceSentence | None:

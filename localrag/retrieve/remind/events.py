@@ -130,6 +130,9 @@ class MemoryStep(MemoryEvent, step="memory", strategy=STRATEGY):
 
 @dataclass(frozen=True)
 class RankingStep(TraceEvent, step="ranking", strategy=STRATEGY):
-    collected: tuple[int, ...] = ()
+    collected: tuple[int, ...] = ()  # every passage the walk collected, seeds and memory included
     backfill: int = 0
     rank: str = ""
+    sufficient: bool = False  # the judge found the collected passages sufficient (or memory was trusted)
+    recalled: tuple[int, ...] = ()  # passages memory expansion reached
+    fused: tuple[int, ...] = ()  # the passages fused into the ranking (collected, or recalled only: confirmed_only)

@@ -22,7 +22,10 @@
    new was checked and a memory must not confirm itself.
    With ``memory.enabled`` off (``--no-memory``) memory is neither read nor written and
    no labelling call is made.
-5. Ranking: collected passages in collection order, then a dense back-fill up to k.
+5. Ranking (``remind.rank``): "graph" (default) fuses the collected passages into the no-LLM
+   `graph` list at ``collected_weight`` with its first ``keep_top`` in place; with
+   ``confirmed_only`` a walk the judge never found sufficient adds only what memory recalled.
+   "collected-first" (the paper): collected passages in collection order, then dense back-fill.
 The answer comes from the shared answer step, like every strategy.
 """
 
@@ -155,15 +158,17 @@ class Remind:
                              penalty=mem.penalty, **info))
 
     def _rank(self, ctx: Context, query: str, st: WalkState, expansion: Expansion, k: int, trace: Trace) -> Retrieval:
+        cfg = ctx.settings.remind
         collected = ctx.keep_ids(dict.fromkeys(st.collected))
         n = max(k, len(collected))
-        if ctx.settings.remind.rank == "graph":
+        if cfg.rank == "graph":
             # the no-LLM `graph` fusion is the base; what the walk collected is fused in at a lower
             # weight, so the model's walk adds to the fusion's list instead of replacing its top
+            fused = fused_passages(collected, expansion.passages, st.sufficient, cfg.confirmed_only)
             base, _ = graph_ranked(ctx, query, max(n, ctx.settings.hybrid_pool))
-            walked = [(pid, 1.0) for pid in collected]
-            ranked = rrf_onto(base, [walked], [ctx.settings.remind.collected_weight], k, 8, ctx.settings.remind.keep_top)
+            ranked = rrf_onto(base, [[(pid, 1.0) for pid in fused]], [cfg.collected_weight], k, 8, cfg.keep_top)
         else:
+            fused = collected
             ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
             dense = dense_ranked(ctx, query, n + len(collected))
             ranked += [(pid, s) for pid, s in dense if pid not in set(collected)][: n - len(collected)]
@@ -172,15 +177,22 @@ class Remind:
         recalled = set(expansion.passages)
         for sp in passages:
             pid = sp.passage.id
-            if pid in seeds:
-                sp.source = "seed"
-            elif pid in recalled:
-                sp.source = "memory"
-            elif pid in collected:
-                sp.source = "path"
-        trace.add(RankingStep(collected=tuple(collected), backfill=len(passages) - len(collected), rank=ctx.settings.remind.rank))
+            if pid not in fused:
+                continue
+            sp.source = "seed" if pid in seeds else "memory" if pid in recalled else "path"
+        trace.add(RankingStep(collected=tuple(collected), backfill=len(passages) - len(fused), rank=cfg.rank,
+                              sufficient=st.sufficient, recalled=tuple(expansion.passages), fused=tuple(fused)))
         return Retrieval(query, passages, trace)
 
+
+def fused_passages(collected: list[int], recalled: list[int], sufficient: bool, confirmed_only: bool) -> list[int]:
+    """The walk's passages that go into the ranking: all of them when the judge found them
+    sufficient (or ``confirmed_only`` is off), else only those memory recalled, which an earlier
+    judged walk confirmed."""
+    if sufficient or not confirmed_only:
+        return collected
+    remembered = set(recalled)
+    return [pid for pid in collected if pid in remembered]
 
 def _config(s: Settings) -> ConfigStep:
     r, m = s.remind, s.memory
