@@ -165,13 +165,21 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
         out.notes.append("answer: the best-ranked span of the evidence, without the model (answer.pick)")
         _give(out, ranked[0], choices, passages)
         return
+    _model_answer(out, llm_factory, question, settings, passages, choices, ranked, first, copying)
+
+
+def _model_answer(out: Composed, llm_factory: Callable[[], LLM], question: str, settings: AnswerSettings,
+                  passages: list, choices: Choices, ranked: list[str], first: _FirstToken, copying: bool) -> None:
+    """The model's short answer under the constraint: its pick among the ranked spans and the
+    quoted sentences, or (``copying``) its own words after reading the passages."""
     if copying:  # answer.pick = copy: the model's own words, each a word of the passages it reads
         messages = copy_answer_messages(question, [PromptPassage(i, p.location, p.title, p.text)
                                                    for i, p in enumerate(passages, start=1)])
         out.notes.append(f"answer: written by the model in the passages' words, a run of up to "
                          f"{settings.copy_max_words} (answer.pick = copy)")
     else:
-        messages = short_span_messages(question, [e.plain for e in evidence[:settings.prompt_sentences]], ranked)
+        quotes = [e.plain for e in out.evidence[:settings.prompt_sentences]]
+        messages = short_span_messages(question, quotes, ranked)
     out.picked_by = "model"
     reply = llm_factory().chat(messages, choices=list(choices.texts), max_tokens=SHORT_MAX_TOKENS, phase="answer",
                                on_token=first)
