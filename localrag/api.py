@@ -215,7 +215,7 @@ class Assistant:
         from there the model picks among the ranking's best spans; from ``answer.copy_min_params`` it
         writes the answer in the passages' words (``copy``). A model of unknown size (served, or
         given) picks among the best spans: copy's constraint is thousands of strings, which
-        llama-cpp-python's server could not turn into a grammar (docs/benchmarks.md "copy")."""
+        llama-cpp-python's server could not turn into a grammar (docs/benchmarks.md, `answer.pick = copy`)."""
         pick = self.settings.answer.pick
         if pick != "auto":
             return pick

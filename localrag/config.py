@@ -248,7 +248,8 @@ class AnswerSettings:
     pick_min_params: int = 100_000_000
     # from this size "auto" lets the model write the answer in the passages' own words ("copy": any
     # run of up to copy_max_words words of the passages, under the grammar) instead of picking one of
-    # the ranking's max_choices spans. Chosen on the dev questions (docs/benchmarks.md "Copied answers")
+    # the ranking's max_choices spans. Chosen on the dev questions (docs/benchmarks.md "Sixth session: a
+    # capable model writes the answer in the passages' words")
     copy_min_params: int = 300_000_000
     copy_max_words: int = 8
     # abstain without asking the model when the best evidence sentence is less similar than this

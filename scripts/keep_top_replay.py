@@ -25,9 +25,8 @@ from typing import Any
 from localrag.api import Assistant, Index
 from localrag.config import load_settings
 from localrag.retrieve.base import Context
-from localrag.retrieve.fusion import rrf_onto
 from localrag.retrieve.graph import graph_ranked
-from localrag.retrieve.remind.strategy import fused_passages
+from localrag.retrieve.remind.strategy import fused_passages, onto_graph
 from localrag_bench.data import BenchDataError, load_dataset
 from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
 from localrag_bench.runner import completion_input
@@ -39,9 +38,7 @@ def remind_ranking(ctx: Context, question: str, walk: dict, k: int, keep_top: in
     """remind's `graph` ranking (strategy._rank) of one recorded walk (``walk_of``)."""
     walked = ctx.keep_ids(dict.fromkeys(walk["collected"]))
     fused = fused_passages(walked, walk["recalled"], walk["sufficient"], confirmed_only)
-    base, _ = graph_ranked(ctx, question, max(k, len(walked), ctx.settings.hybrid_pool))
-    ranked = rrf_onto(base, [[(pid, 1.0) for pid in fused]], [ctx.settings.remind.collected_weight], k, 8, keep_top)
-    return [pid for pid, _ in ranked]
+    return [pid for pid, _ in onto_graph(ctx, question, fused, k, max(k, len(walked)), keep_top)]
 
 
 def walk_of(record: dict, max_llm_calls: int) -> dict:
@@ -78,7 +75,11 @@ def main() -> None:
     args = ap.parse_args()
     chain_weights = args.chain_weights
     for path in args.results:
-        saved = json.load(open(path))
+        try:
+            with open(path, encoding="utf-8") as f:
+                saved = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"error: {path}: not a readable bench result ({exc.__class__.__name__}: {exc})") from None
         try:
             dataset = load_dataset(saved["data_dir"], saved.get("ids_file"), None)
         except BenchDataError as exc:  # a --notes run (a folder + questions file) is not replayed here

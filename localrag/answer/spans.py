@@ -20,6 +20,7 @@ from localrag.records import Passage
 from localrag.llm.grammar import choice_grammar, choice_schema  # noqa: F401 (the constraint, re-exported)
 
 NOT_IN_NOTES = "not in your notes"
+MAX_SPAN_CHARS = 120  # a longer span is a clause, not an answer
 YES, NO = "yes", "no"
 
 NGRAM_STOP = frozenset(
@@ -68,7 +69,7 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
 
     def add(text: str, sentence: EvidenceSentence | None = None) -> None:
         text = " ".join(_clean(text).split())
-        if not text or text in texts or len(text) > 120:
+        if not text or text in texts or len(text) > MAX_SPAN_CHARS:
             return
         texts.append(text)
         if sentence is not None:
@@ -119,7 +120,7 @@ def word_runs(plain: str, max_words: int) -> Iterator[str]:
     for i in range(len(words)):
         for j in range(i + 1, min(len(words), i + max_words) + 1):
             span = _clean(" ".join(words[i:j]))
-            if span and len(span) <= 120 and any(ch.isalnum() for ch in span):
+            if span and len(span) <= MAX_SPAN_CHARS and any(ch.isalnum() for ch in span):
                 yield span
 
 

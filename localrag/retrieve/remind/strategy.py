@@ -165,8 +165,7 @@ class Remind:
             # the no-LLM `graph` fusion is the base; what the walk collected is fused in at a lower
             # weight, so the model's walk adds to the fusion's list instead of replacing its top
             fused = fused_passages(collected, expansion.passages, st.sufficient, cfg.confirmed_only)
-            base, _ = graph_ranked(ctx, query, max(n, ctx.settings.hybrid_pool))
-            ranked = rrf_onto(base, [[(pid, 1.0) for pid in fused]], [cfg.collected_weight], k, 8, cfg.keep_top)
+            ranked = onto_graph(ctx, query, fused, k, n, cfg.keep_top)
         else:
             fused = collected
             ranked = [(pid, 2.0 - i / max(len(collected), 1) / 2) for i, pid in enumerate(collected)]
@@ -193,6 +192,14 @@ def fused_passages(collected: list[int], recalled: list[int], sufficient: bool, 
         return collected
     remembered = set(recalled)
     return [pid for pid in collected if pid in remembered]
+
+
+def onto_graph(ctx: Context, query: str, fused: list[int], k: int, pool: int, keep_top: int) -> list[tuple[int, float]]:
+    """``fused`` passages added to the question's `graph` list (``pool`` deep) at
+    ``remind.collected_weight``, its first ``keep_top`` held in place."""
+    base, _ = graph_ranked(ctx, query, max(pool, ctx.settings.hybrid_pool))
+    return rrf_onto(base, [[(pid, 1.0) for pid in fused]], [ctx.settings.remind.collected_weight], k, 8, keep_top)
+
 
 def _config(s: Settings) -> ConfigStep:
     r, m = s.remind, s.memory
