@@ -213,17 +213,19 @@ class Assistant:
     def resolve_pick(self) -> str:
         """``answer.pick = auto``: below ``answer.pick_min_params`` the no-model ranking's first span;
         from there the model picks among the ranking's best spans; from ``answer.copy_min_params`` it
-        writes the answer in the passages' words (``copy``). A model of unknown size (served, or
-        given) picks among the best spans: copy's constraint is thousands of strings, which
-        llama-cpp-python's server could not turn into a grammar (docs/benchmarks.md, `answer.pick = copy`)."""
+        writes the answer in the passages' words (``copy``). A served model (whatever its
+        ``llm.params``) or one of unknown size picks among the best spans: copy's constraint is
+        thousands of strings, which llama-cpp-python's server could not turn into a grammar
+        (docs/benchmarks.md, `answer.pick = copy`)."""
         pick = self.settings.answer.pick
         if pick != "auto":
             return pick
         size, answer = self.model_size(), self.settings.answer
         if not size.known:
             return "model"
-        if size.params >= answer.copy_min_params:
-            return "copy"
+        llm = self.settings.llm
+        if size.params >= answer.copy_min_params and not (llm.url or llm.backend not in ("", "llamacpp")):
+            return "copy"  # in process only: a server turns copy's thousands of spans into a grammar it cannot parse
         return "ranking" if size.params < answer.pick_min_params else "model"
 
     def model_size(self):

@@ -236,11 +236,14 @@ class AnswerSettings:
     # a comparison ("which came out first, X or Y?") whose dates the notes give is answered from them,
     # without the model (localrag/answer/compare.py)
     decide_comparisons: bool = True
-    # who picks a short answer among the allowed spans: "model" (grammar-constrained choice), "ranking"
-    # (the first of the no-model ranking, no call), "copy" (the model writes it, held by the grammar to
-    # runs of the passages' words), "auto": the ranking below pick_min_params (GGUF metadata or
-    # llm.params), the model from there or when its size is unknown (served), copy from
-    # copy_min_params. Measured: docs/benchmarks.md "Answers"
+    # who picks a short answer among the allowed spans: "model" (grammar-constrained choice),
+    # "likelihood" (the allowed span the model finds likeliest as its whole reply, each scored in
+    # process; a server cannot, and picks under the grammar), "ranking" (the first of the no-model
+    # ranking, no call), "copy" (the model writes it, held by the grammar to runs of the passages'
+    # words), "auto": the ranking below pick_min_params (GGUF metadata or llm.params), "model" from
+    # there or when the size is unknown (served), copy from copy_min_params. "likelihood" is not
+    # auto's: with SmolLM2 it answered more benchmark questions (HotpotQA dev 0.12 -> 0.22) and fewer
+    # sample-notes ones (11 -> 9 of 28). Measured: docs/benchmarks.md "Answers" and "Seventh session"
     pick: str = "auto"
     # 100M: SmolLM2-135M's pick was right as often as the ranking's first over the four sets measured
     # (38 vs 37 questions: better on the sample notes and 2wiki, worse on HotpotQA and MuSiQue), and
@@ -258,8 +261,10 @@ class AnswerSettings:
     # ... or than this when more than half of the names the question gives have no note among those
     # found (localrag/answer/abstain.py; 0 = never). Both chosen together on the dev questions
     # (scripts/answer_sweeps.py abstain; docs/benchmarks.md "Abstention by the names asked"): the pair
-    # that abstains on the most gold-dropped questions (the least of the three sets: 56 %) while
-    # abstaining on at most 10 % of the answerable ones of every set and of the dendron-vault questions
+    # that abstains on the most gold-dropped questions while abstaining on at most 10 % of the
+    # answerable ones of every set and of the dendron-vault questions. (The seventh session's sweep
+    # chose 0.75 on the dev questions; the held-out ones abstained on 16-18 % of their answerable
+    # questions with it, so 0.65 stays: docs/benchmarks.md "Seventh session".)
     abstain_unnamed_below: float = 0.65
     offer_abstain: bool = True  # "not in your notes" is one of the grammar's choices
 
@@ -402,8 +407,9 @@ def load_settings(
         raise ConfigError("remind.zero_jump must be 'reinforce' or 'skip'")
     if settings.conversation.resolver not in {"auto", "rules", "llm", "off"}:
         raise ConfigError("conversation.resolver must be auto, rules, llm or off")
-    if settings.answer.pick not in {"auto", "model", "ranking", "copy"}:
-        raise ConfigError(f"answer.pick must be 'auto', 'model', 'ranking' or 'copy', got {settings.answer.pick!r}")
+    if settings.answer.pick not in {"auto", "model", "likelihood", "ranking", "copy"}:
+        raise ConfigError("answer.pick must be 'auto', 'model', 'likelihood', 'ranking' or 'copy', "
+                          f"got {settings.answer.pick!r}")
     if settings.answer.copy_max_words < 1:
         raise ConfigError(f"answer.copy_max_words must be at least 1, got {settings.answer.copy_max_words}")
     if settings.answer.mode not in {"shape", "free"}:

@@ -32,7 +32,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0, help="llm.n_threads (0 = all cores)")
     ap.add_argument("--model", default="", help="GGUF (default: discovery, the bundled SmolLM2)")
     ap.add_argument("--mode", default="", choices=("", "shape", "free"), help="answer.mode (default: the setting)")
-    ap.add_argument("--pick", default="", choices=("", "auto", "model", "ranking"),
+    ap.add_argument("--pick", default="", choices=("", "auto", "model", "likelihood", "ranking", "copy"),
                     help="answer.pick (default: the setting)")
     ap.add_argument("--out", help="write the per-question figures as JSON")
     args = ap.parse_args()

@@ -120,7 +120,7 @@ def sweep_abstain(answerable: list[Asked], dropped: list[Asked] | None) -> None:
     print("| abstain_below | names with a note below | abstain_unnamed_below | answerable abstained | gold dropped abstained |")
     print("|---:|---:|---:|---:|---:|")
     for below, about, unnamed in itertools.product([0.35, 0.4, 0.45], [0.01, 0.5, 0.67],
-                                                   [0.0, 0.55, 0.6, 0.65, 0.7, 0.75, 1.0]):
+                                                   [0.0, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 1.0]):
         settings = AnswerSettings(abstain_below=below, abstain_unnamed_below=unnamed)
 
         def share(asked: list[Asked]) -> float:

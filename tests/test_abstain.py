@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from localrag.answer.abstain import check_evidence, is_about, names_without_note, question_names
+from localrag.answer.abstain import _title_keys, check_evidence, is_about, names_without_note, question_names
 from localrag.config import AnswerSettings
 from localrag.records import Passage
 
@@ -22,10 +22,27 @@ def test_the_names_a_question_gives():
 def test_a_note_is_about_a_name_when_its_title_is_it_or_holds_it_as_whole_words():
     assert is_about("Aschenbrodel", ["Aschenbrödel"])  # accents aside
     assert is_about("Eight Days A Week (Film)", ["Eight Days A Week"])  # the qualifier aside
-    assert is_about("Orlinsford", ["Orlinsford market town"]) and is_about("the Tessaly Light lighthouse", ["Tessaly Light"])
+    assert is_about("the Tessaly Light lighthouse", ["Tessaly Light"])  # the title held in the name
     assert is_about("Hayek", ["Friedrich Hayek"]) and is_about("McRae", ["McRae, Arkansas"])
+    assert is_about("Olympics", ["2018 Winter Olympics"])  # capitalised words and numbers extend the name
     assert not is_about("Orlinsford", ["Orlinsfordshire"])  # a longer word is another name
     assert not is_about("Art", ["Art Nouveau"])  # too short to say anything when held
+
+
+def test_a_title_that_holds_the_name_among_lower_case_words_is_about_something_of_it():
+    assert not is_about("Jung Joon-young", ["Jung Joon Young 1st mini album"])
+    assert not is_about("Ed Roland", ["Ed Roland discography"])
+    assert not is_about("Science News", ["Science News for Students"])
+    assert is_about("Orlinsford", ["orlinsford market town"])  # no capitals to tell by: held is enough
+    question = "Who performed in both Welcome to the Show and the band f(x)?"  # names "Welcome", "Show"
+    assert is_about("Welcome", ["Welcome to the Show (TV series)"], question)  # the question says the title
+    assert not is_about("Welcome", ["Welcome to Loserville"], question)
+
+
+def test_a_hierarchy_title_is_about_each_of_its_segments():
+    assert is_about("SQLite", ["dendron.topic.workspace.sqlite"])
+    assert is_about("Greenhouse", ["community.events.greenhouse.2021 07 23 using dendron with 20k notes"])
+    assert _title_keys("St. Louis") == {" st louis "}  # an abbreviation's dot does not split a title
 
 
 def test_no_note_about_the_names_and_a_middling_sentence_abstains():

@@ -69,6 +69,12 @@ def test_size_threshold_and_unknown_sizes_are_settings(index_with_graph, tmp_pat
         assert res.strategy == "graph" and "served model" in res.reason  # unknown size: no LLM steps
     finally:
         served.close()
+    big_served = Index(settings_for(index_with_graph.folder, **{"llm.url": "http://127.0.0.1:9", "llm.params": 14_800_000_000,
+                                                                "db": str(tmp_path / "b.db")}), embedder)
+    try:  # a served model never gets copy's thousands of spans by default, whatever its size
+        assert Assistant(big_served).resolve_pick() == "model"
+    finally:
+        big_served.close()
     lowered = SizedLLM(494_000_000, "0.5B")
     index_with_graph.settings.auto_min_params = 400_000_000
     assert Assistant(index_with_graph, llm=lowered).resolve("auto").strategy == "neuropath"

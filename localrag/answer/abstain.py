@@ -33,6 +33,8 @@ MIN_SHARE_ABOUT = 0.5  # below this share of the question's names with a note am
 _LEADING_STOP = re.compile(r"^(?:(?:is|are|was|were|does|do|did|can|the|a|an|what|which|who|how|when|where|why)\s+)+",
                            re.I)
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+QUALIFIER = re.compile(r"\([^)]*\)")  # "(2005 film)"
+HIERARCHY = re.compile(r"^[^\s.]+(?:\.[^\s.][^.]*)+$")  # Dendron-style "a.b.c" note names
 
 
 def name_key(text: str) -> str:
@@ -61,17 +63,39 @@ def _adjective(name: str, after: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _title_keys(title: str) -> frozenset[str]:
-    """A title and, for "McRae, Arkansas", the name before its first comma (each title keyed once,
+    """A title; for "McRae, Arkansas" also the name before its first comma; for a hierarchy title
+    ("dendron.topic.workspace.sqlite") also each of its segments but numbers (each title keyed once,
     however many names are compared with it)."""
-    return frozenset(f" {name_key(t)} " for t in (title, title.split(",")[0]) if name_key(t))
+    keys = [title, title.split(",")[0]]
+    if HIERARCHY.match(title):
+        keys += title.split(".")
+    return frozenset(f" {k} " for k in map(name_key, keys) if k and not k.replace(" ", "").isdigit())
 
 
-def is_about(name: str, titles: Sequence[str]) -> bool:
-    """Whether one of ``titles`` is a note about ``name``: equal, or one holds the other as whole words."""
+def _extends_name(title: str, name: str) -> bool:
+    """Whether a title holding ``name`` is still a note about it: its other words extend the name
+    (capitalised words, numbers: "Friedrich Hayek", "2018 Winter Olympics"), or the title has no
+    capitals to tell by ("python tips"). "Jung Joon Young 1st mini album", "Ed Roland discography", "Science
+    News for Students" are notes about something of the name, which the note about it does not
+    replace (measured: docs/benchmarks.md, "Seventh session")."""
+    if title == title.lower():
+        return True
+    held = set(name_key(name).split())
+    others = [w for w in WORD.findall(QUALIFIER.sub(" ", title)) if name_key(w) not in held]
+    return all(w[:1].isupper() or w[:1].isdigit() for w in others)
+
+
+def is_about(name: str, titles: Sequence[str], question: str = "") -> bool:
+    """Whether one of ``titles`` is a note about ``name``: equal, the title held in the name, or the
+    name held in the title as whole words when the question says the whole title ("Welcome to the
+    Show" for the names "Welcome", "Show") or the title's other words extend the name (``_extends_name``)."""
     key = f" {name_key(name)} "
+    asked = f" {name_key(question)} "
     for title in titles:
         for t in _title_keys(title):
-            if t == key or (len(key) >= MIN_HELD_CHARS + 2 and key in t) or (len(t) >= MIN_HELD_CHARS + 2 and t in key):
+            if t == key or (len(t) >= MIN_HELD_CHARS + 2 and t in key):
+                return True
+            if len(key) >= MIN_HELD_CHARS + 2 and key in t and (t in asked or _extends_name(title, name)):
                 return True
     return False
 
@@ -80,7 +104,7 @@ def names_without_note(question: str, passages: Sequence[Passage]) -> tuple[list
     """The question's names that no passage's note is about, and how many names it gives."""
     names = question_names(question)
     titles = [p.title for p in passages]
-    return [n for n in names if not is_about(n, titles)], len(names)
+    return [n for n in names if not is_about(n, titles, question)], len(names)
 
 
 @dataclass(frozen=True)

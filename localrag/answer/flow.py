@@ -27,7 +27,7 @@ from localrag.answer.shape import CHOICE, YESNO, Shape, classify
 from localrag.answer.spans import NOT_IN_NOTES, Choices, build_choices, sentence_for, with_copied_spans
 from localrag.config import AnswerSettings
 from localrag.embed import Embedder
-from localrag.llm.base import LLM, Message, TokenSink
+from localrag.llm.base import LLM, LLMError, Message, TokenSink
 from localrag.llm.prompts import PromptPassage, answer_messages, copy_answer_messages, short_span_messages
 from localrag.llm.prompts_chat import with_history
 from localrag.kg.spans import clean_markup
@@ -137,7 +137,10 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
     evidence = out.evidence
     choices = build_choices(question, out.shape, evidence, passages, lookup, span_sentences=settings.span_sentences,
                             ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
-                            max_choices=settings.max_choices, offer_abstain=settings.offer_abstain)
+                            max_choices=settings.max_choices,
+                            # a likelihood pick never offers it: SmolLM2 found it likeliest for 26 of 42 HotpotQA
+                            # span questions; the no-model rules abstain instead (docs/benchmarks.md "Seventh session")
+                            offer_abstain=settings.offer_abstain and settings.pick != "likelihood")
     copying = settings.pick == "copy" and out.shape.qtype not in (YESNO, CHOICE)
     if copying:
         choices = with_copied_spans(choices, evidence, settings.copy_max_words)
@@ -181,9 +184,14 @@ def _model_answer(out: Composed, llm_factory: Callable[[], LLM], question: str, 
         quotes = [e.plain for e in out.evidence[:settings.prompt_sentences]]
         messages = short_span_messages(question, quotes, ranked)
     out.picked_by = "model"
-    reply = llm_factory().chat(messages, choices=list(choices.texts), max_tokens=SHORT_MAX_TOKENS, phase="answer",
-                               on_token=first)
-    pick = _match_choice(reply.text, choices)
+    llm = llm_factory()
+    pick = _likeliest(out, llm, question, settings, choices) if settings.pick == "likelihood" else None
+    if pick is not None:
+        first(pick)
+    else:
+        reply = llm.chat(messages, choices=list(choices.texts), max_tokens=SHORT_MAX_TOKENS, phase="answer",
+                         on_token=first)
+        pick = _match_choice(reply.text, choices)
     if pick is None:
         out.notes.append(f"answer: the model's reply {reply.text.strip()[:60]!r} is none of the {len(choices)} "
                          "allowed spans (the server may ignore the constraint); shown as not in your notes")
@@ -192,6 +200,26 @@ def _model_answer(out: Composed, llm_factory: Callable[[], LLM], question: str, 
         _abstain(out, passages, "the model chose 'not in your notes'")
         return
     _give(out, pick, choices, passages)
+
+
+def _likeliest(out: Composed, llm: LLM, question: str, settings: AnswerSettings, choices: Choices) -> str | None:
+    """``answer.pick = likelihood``: of the allowed answers, the one the model finds likeliest as its
+    whole reply to the quoted sentences and the question (no list of candidates in the prompt: with one,
+    SmolLM2 rarely chose the right span); None when the backend cannot score replies (a server)."""
+    score = getattr(llm, "score_replies", None)  # RecordingLLM has it; None inside when a server cannot
+    quotes = [e.plain for e in out.evidence[:settings.prompt_sentences]]
+    try:
+        scored = score(short_span_messages(question, quotes), list(choices.texts)) if score else None
+    except LLMError as exc:
+        out.notes.append(f"answer: the model could not score the {len(choices)} allowed answers ({exc}); "
+                         "it picks under the grammar instead")
+        return None
+    if scored is None:
+        out.notes.append("answer: this backend cannot score replies; the model picks under the grammar instead")
+        return None
+    best = max(range(len(choices.texts)), key=lambda i: scored.logprobs[i])  # ties: the ranking's order
+    out.notes.append(f"answer: the model's likeliest of {len(choices)} allowed answers (answer.pick = likelihood)")
+    return choices.texts[best]
 
 
 def _give(out: Composed, pick: str, choices: Choices, passages: list, decided_by: Passage | None = None) -> None:

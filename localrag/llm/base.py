@@ -39,6 +39,16 @@ class Reply:
     data: Any = None  # parsed JSON when a schema was given and the text parsed
 
 
+@dataclass
+class Scored:
+    """How likely the model finds each of some replies as its whole answer (``LlamaCppLLM.score_replies``)."""
+
+    logprobs: list[float]  # natural log, the reply's tokens and its end of turn summed
+    usage: Usage = field(default_factory=Usage)  # completion_tokens: the reply tokens evaluated
+    ms: float = 0.0
+    model: str = ""
+
+
 TokenSink = Callable[[str], None]
 
 
@@ -91,6 +101,21 @@ class RecordingLLM:
         self._emit(LLMCallRecord(phase, reply.model or self.model_id, reply.usage.prompt_tokens,
                                  reply.usage.completion_tokens, reply.ms, cached_tokens=reply.usage.cached_tokens))
         return reply
+
+    def score_replies(self, messages: list[Message], replies: Sequence[str], *, phase: str = "answer") -> Scored | None:
+        """Each reply's log-probability as the model's answer, or None when the backend cannot tell
+        (a server returns text, not the likelihood of a given reply)."""
+        score = getattr(self.inner, "score_replies", None)
+        if score is None:
+            return None
+        try:
+            scored = score(messages, replies)
+        except LLMError as exc:
+            self._emit(LLMCallRecord(phase, self.model_id, 0, 0, 0.0, ok=False, error=str(exc)[:500]))
+            raise
+        self._emit(LLMCallRecord(phase, scored.model or self.model_id, scored.usage.prompt_tokens,
+                                 scored.usage.completion_tokens, scored.ms, cached_tokens=scored.usage.cached_tokens))
+        return scored
 
     def _emit(self, record: LLMCallRecord) -> None:
         for sink in self.sinks:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from localrag.config import LLMSettings
-from localrag.llm.base import BuiltLLM, LLMError, Message, Reply, TokenSink, Usage
+from localrag.llm.base import BuiltLLM, LLMError, Message, Reply, Scored, TokenSink, Usage
 from localrag.llm.discovery import check_gguf, discover
 from localrag.llm.grammar import choice_grammar
 from localrag.llm.model_info import gguf_size, quiet_stderr
@@ -95,6 +98,72 @@ class LlamaCppLLM:
             ms = (time.perf_counter() - started) * 1000
             usage.cached_tokens = _common_prefix(prev, list(self._llm._input_ids[: usage.prompt_tokens]))
         return Reply(text=text, usage=usage, ms=ms, model=self.model_id, finish_reason=finish)
+
+    def score_replies(self, messages: list[Message], replies: Sequence[str]) -> Scored:
+        """Each reply's log-probability as the model's whole answer to ``messages``: its tokens and
+        the chat template's end of turn after it, one forward step a token after a shared prompt
+        (the prompt's KV cache is kept; no logits are kept for the whole context)."""
+        prompt, tails = self._reply_turns(messages, replies)
+        with self._lock:
+            llm = self._llm
+            started = time.perf_counter()
+            cached = _common_prefix(list(llm._input_ids[:llm.n_tokens]), prompt)
+            llm.n_tokens = min(cached, len(prompt) - 1)
+            try:
+                # the prompt's last token alone, every time: its logits then do not depend on what the
+                # cache held before (a batched step differs from a single one in the last decimals)
+                llm.eval(prompt[llm.n_tokens:-1])
+                llm.eval(prompt[-1:])
+                base, after_prompt = llm.n_tokens, self._next_logprobs()
+                logprobs, evaluated = [], 0
+                for tail in tails:
+                    llm.n_tokens, total, step = base, 0.0, after_prompt
+                    for i, token in enumerate(tail):
+                        total += float(step[token])
+                        if i + 1 < len(tail):
+                            llm.eval([token])
+                            step, evaluated = self._next_logprobs(), evaluated + 1
+                    logprobs.append(total)
+            except (ValueError, RuntimeError) as exc:  # e.g. prompt longer than the context window
+                raise LLMError(f"{self.model_id}: {exc}") from exc
+            ms = (time.perf_counter() - started) * 1000
+        return Scored(logprobs, Usage(len(prompt), evaluated, cached_tokens=min(cached, len(prompt) - 1)), ms,
+                      self.model_id)
+
+    def _reply_turns(self, messages: list[Message], replies: Sequence[str]) -> tuple[list[int], list[list[int]]]:
+        """The prompt's tokens (up to where the reply starts) and each reply's tokens with the end of turn,
+        from the chat template in the GGUF file."""
+        # heavy native library: loaded when a model is, so a no-model command never pays for it
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise LLMError(f"{self.model_id} has no chat template in its GGUF file to score replies with")
+        special = {k: self._llm.detokenize([t], special=True).decode("utf-8", "replace") if t >= 0 else ""
+                   for k, t in (("eos_token", self._llm.token_eos()), ("bos_token", self._llm.token_bos()))}
+        try:
+            asking = Jinja2ChatFormatter(template, **special)(messages=list(messages))
+            answered = Jinja2ChatFormatter(template, add_generation_prompt=False, **special)
+            wholes = [answered(messages=[*messages, {"role": "assistant", "content": r}]).prompt for r in replies]
+        except Exception as exc:  # the GGUF file's own template code: jinja2's errors or whatever it raises
+            raise LLMError(f"{self.model_id}'s chat template failed on the replies to score: {exc}") from exc
+        if not all(w.startswith(asking.prompt) for w in wholes):
+            raise LLMError(f"{self.model_id}'s chat template does not continue its prompt with the reply")
+        prompt = self._llm.tokenize(asking.prompt.encode("utf-8"), add_bos=not getattr(asking, "added_special", False),
+                                    special=True)
+        return prompt, [self._llm.tokenize(w[len(asking.prompt):].encode("utf-8"), add_bos=False, special=True)
+                        for w in wholes]
+
+    def _next_logprobs(self) -> np.ndarray:
+        """Log-probabilities of the next token after the last one evaluated."""
+        # heavy native library: loaded when a model is, so a no-model command never pays for it
+        import llama_cpp
+
+        n_vocab = self._llm.n_vocab()
+        raw = llama_cpp.llama_get_logits_ith(self._llm.ctx, -1)
+        logits = np.ctypeslib.as_array(ctypes.cast(raw, ctypes.POINTER(ctypes.c_float)), shape=(n_vocab,))
+        shifted = logits.astype(np.float64) - float(logits.max())
+        return shifted - np.log(np.exp(shifted).sum())
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
