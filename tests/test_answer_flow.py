@@ -12,6 +12,7 @@ from scripted_llm import ScriptedLLM
 from localrag.answer.events import AnswerDone, AnswerStarted, EvidenceReady, FirstToken, RetrievalStarted, Retrieved
 from localrag.answer.spans import NOT_IN_NOTES
 from localrag.api import Assistant, Index
+from localrag.llm.base import LLMError, Scored, Usage
 
 NOTES = {
     "loaf.md": "# Rye and Plum Loaf\n\nThe Harebell Oven bakes the loaf.\n\n- The spice in this loaf is cardamom.\n"
@@ -141,3 +142,44 @@ def test_free_mode_keeps_the_old_generation(index):
     llm = ScriptedLLM(lambda m, s, p: "Cardamom [1].")
     answer = Assistant(index, llm=llm).ask(QUESTION, strategy="hybrid", mode="free")
     assert llm.choices == [None] and answer.mode == "free" and answer.text == "Cardamom [1]."
+
+
+class ScoringLLM(ScriptedLLM):
+    """Scores the reply ``best`` highest; ``fail`` makes scoring raise instead."""
+
+    def __init__(self, best: str, fail: bool = False):
+        super().__init__(lambda m, s, p: "Harebell Oven")  # what the grammar fallback answers
+        self.best, self.fail = best, fail
+        self.scored: list[tuple[list, list[str]]] = []
+
+    def score_replies(self, messages, replies):
+        self.scored.append((list(messages), list(replies)))
+        if self.fail:
+            raise LLMError("scripted: cannot score")
+        return Scored([0.0 if r == self.best else -5.0 for r in replies], Usage(10, len(replies)), 1.0, "scripted")
+
+
+def test_the_likeliest_allowed_span_is_the_answer_and_not_in_your_notes_is_not_offered(index):
+    index.settings.answer.pick = "likelihood"
+    llm = ScoringLLM("cardamom")
+    first: list[str] = []
+    answer = Assistant(index, llm=llm).ask(QUESTION, strategy="hybrid", on_token=first.append)
+    ((messages, replies),) = llm.scored
+    assert "cardamom" in replies and NOT_IN_NOTES not in replies
+    assert "Possible answers" not in messages[-1]["content"], "the quotes and the question, no list of spans"
+    assert llm.calls == [], "no text generated"
+    assert answer.span == "cardamom" and answer.picked_by == "model" and not answer.abstained
+    assert first == ["cardamom"] and answer.first_token_ms is not None
+    assert [c.phase for c in answer.calls] == ["answer"], "the scoring call is recorded"
+    assert [c.passage.path for c in answer.citations if c.cited] == ["loaf.md"]
+    assert any("answer.pick = likelihood" in n for n in answer.notes)
+
+
+@pytest.mark.parametrize("llm", [ScriptedLLM(lambda m, s, p: "Harebell Oven"), ScoringLLM("cardamom", fail=True)],
+                         ids=["cannot score", "scoring fails"])
+def test_a_backend_that_cannot_score_picks_under_the_grammar(index, llm):
+    index.settings.answer.pick = "likelihood"
+    answer = Assistant(index, llm=llm).ask(QUESTION, strategy="hybrid")
+    (choices,) = llm.choices
+    assert "Harebell Oven" in choices and answer.span == "Harebell Oven"
+    assert any("picks under the grammar instead" in n for n in answer.notes)

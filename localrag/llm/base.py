@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypedDict
+from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypedDict, TypeVar
 
 from localrag.records import LLMCallRecord
 
@@ -50,6 +50,7 @@ class Scored:
 
 
 TokenSink = Callable[[str], None]
+_Call = TypeVar("_Call", Reply, Scored)  # what a recorded call returns: both carry model, usage and ms
 
 
 class LLM(Protocol):
@@ -92,30 +93,25 @@ class RecordingLLM:
     def chat(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int = 512,
              phase: str = "answer", on_token: TokenSink | None = None, choices: Sequence[str] | None = None) -> Reply:
         extra = {"choices": list(choices)} if choices is not None else {}  # older backends take no choices
-        try:
-            reply = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, phase=phase, on_token=on_token,
-                                    **extra)
-        except LLMError as exc:
-            self._emit(LLMCallRecord(phase, self.model_id, 0, 0, 0.0, ok=False, error=str(exc)[:500]))
-            raise
-        self._emit(LLMCallRecord(phase, reply.model or self.model_id, reply.usage.prompt_tokens,
-                                 reply.usage.completion_tokens, reply.ms, cached_tokens=reply.usage.cached_tokens))
-        return reply
+        return self._recorded(phase, lambda: self.inner.chat(messages, schema=schema, max_tokens=max_tokens,
+                                                             phase=phase, on_token=on_token, **extra))
 
     def score_replies(self, messages: list[Message], replies: Sequence[str], *, phase: str = "answer") -> Scored | None:
         """Each reply's log-probability as the model's answer, or None when the backend cannot tell
         (a server returns text, not the likelihood of a given reply)."""
         score = getattr(self.inner, "score_replies", None)
-        if score is None:
-            return None
+        return None if score is None else self._recorded(phase, lambda: score(messages, replies))
+
+    def _recorded(self, phase: str, call: Callable[[], _Call]) -> _Call:
+        """``call()``'s reply, its phase, tokens and time reported to the sinks (a failure too)."""
         try:
-            scored = score(messages, replies)
+            out = call()
         except LLMError as exc:
             self._emit(LLMCallRecord(phase, self.model_id, 0, 0, 0.0, ok=False, error=str(exc)[:500]))
             raise
-        self._emit(LLMCallRecord(phase, scored.model or self.model_id, scored.usage.prompt_tokens,
-                                 scored.usage.completion_tokens, scored.ms, cached_tokens=scored.usage.cached_tokens))
-        return scored
+        self._emit(LLMCallRecord(phase, out.model or self.model_id, out.usage.prompt_tokens,
+                                 out.usage.completion_tokens, out.ms, cached_tokens=out.usage.cached_tokens))
+        return out
 
     def _emit(self, record: LLMCallRecord) -> None:
         for sink in self.sinks:
