@@ -560,9 +560,8 @@ def test_only_the_served_backend_imports_network_modules():
     assert offenders and all(o.startswith("llm/served_http.py") for o in offenders), offenders
 
 
-def test_short_answer_constraint_reaches_the_server(served: ServerProcess):
-    """The grammar's served equivalent: a JSON schema whose one field is an enum of the allowed spans."""
-    llm = OpenAICompatLLM(llm_settings(served.url))
+def _sent_bodies(llm: OpenAICompatLLM) -> list[dict]:
+    """The request bodies ``llm`` posts from now on (it still posts them)."""
     sent: list[dict] = []
     real = llm.http.post_json
 
@@ -571,6 +570,13 @@ def test_short_answer_constraint_reaches_the_server(served: ServerProcess):
         return real(endpoint, body, **kw)
 
     llm.http.post_json = spy
+    return sent
+
+
+def test_short_answer_constraint_reaches_the_server(served: ServerProcess):
+    """The grammar's served equivalent: a JSON schema whose one field is an enum of the allowed spans."""
+    llm = OpenAICompatLLM(llm_settings(served.url))
+    sent = _sent_bodies(llm)
     choices = ["zqx plumbus 7", "vorpal teacup", "not in your notes"]  # never what the model would say unprompted
     reply = RecordingLLM(llm).chat([{"role": "user", "content": "What is the capital of France? One word."}],
                                    choices=choices, max_tokens=16)
@@ -578,3 +584,37 @@ def test_short_answer_constraint_reaches_the_server(served: ServerProcess):
     form = sent[-1]["response_format"]  # json_schema, or json_object + schema after the server refused that form
     schema = form["json_schema"]["schema"] if "json_schema" in form else form["schema"]
     assert schema["properties"]["answer"]["enum"] == choices
+
+
+def _many_choices() -> list[str]:
+    """Copy's allowed answers: runs of a passage's words, some with inner quotes (what broke the enum)."""
+    words = 'The "kui" bridge of Orlinsford spans the river Velkra near the old mill and the market square'.split()
+    runs = [" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + 8) + 1)]
+    return list(dict.fromkeys(runs)) + ["not in your notes"]
+
+
+def test_many_allowed_answers_go_to_a_llama_cpp_server_as_a_grammar(served: ServerProcess):
+    llm = OpenAICompatLLM(llm_settings(served.url))
+    sent = _sent_bodies(llm)
+    choices = _many_choices()
+    assert len(choices) >= 64
+    reply = RecordingLLM(llm).chat([{"role": "user", "content": "Which river does the bridge span? A few words."}],
+                                   choices=choices, max_tokens=24)
+    assert reply.text in choices, reply.text
+    assert "grammar" in sent[-1] and "response_format" not in sent[-1] and '\\"kui\\"' in sent[-1]["grammar"]
+
+
+def test_a_server_that_refuses_a_grammar_gets_the_enum_from_then_on():
+    answer = json.dumps({"answer": "the river Velkra"})
+    enum_reply = {"choices": [{"message": {"content": answer}, "finish_reason": "stop"}], "model": "m"}
+    script = [StubReply(400, {"error": {"message": "Unrecognized request argument supplied: grammar"}}),
+              StubReply(200, enum_reply), StubReply(200, enum_reply)]
+    with Stub(script) as stub:
+        llm = OpenAICompatLLM(llm_settings(stub.url, url_model="m"))
+        choices = _many_choices()
+        for _ in range(2):
+            assert llm.chat([{"role": "user", "content": "Which river?"}], choices=choices, max_tokens=24).text == \
+                "the river Velkra"
+        sent = [c.body for c in stub.chats()]
+        assert ["grammar" in b for b in sent] == [True, False, False], "refused once, not sent again"
+        assert sent[1]["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"] == choices

@@ -7,6 +7,11 @@ asked for in the strongest form the server accepts, and the form that worked is 
 2. ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server: schema -> grammar)
 3. ``{"type": "json_object"}`` + the schema in the system prompt
 4. no response_format, the schema in the system prompt (servers without JSON mode)
+
+A choice among many allowed answers (``answer.pick = copy``: thousands of word runs) is first
+sent as a GBNF ``grammar`` field, which llama.cpp's servers take as it is: turned into a JSON-schema
+enum, llama-cpp-python's server made a grammar it could not parse (HTTP 500; once it died). A server
+that refuses the field gets the enum, and is not sent a grammar again.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ from typing import Any, Sequence
 
 from localrag.config import LLMSettings
 from localrag.llm.base import BuiltLLM, LLMError, Message, Reply, TokenSink, Usage
-from localrag.llm.grammar import choice_schema
+from localrag.llm.grammar import choice_grammar, choice_schema
 from localrag.llm.jsoncall import parse_json
 from localrag.llm.prompts_served import with_schema_instruction
 from localrag.llm.served_http import HTTPClient, HTTPStatusError, RetryPolicy, ServerURL
 
 FORMS = ("json_schema", "json_object+schema", "json_object", "prompt")
+GRAMMAR_FROM = 64  # allowed answers from which a choice goes as a GBNF grammar (the pick's 8-10 stay an enum)
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -38,6 +44,11 @@ def _rejects_format(exc: HTTPStatusError) -> bool:
         return True
     text = exc.message.lower()
     return exc.status >= 500 and ("response_format" in text or "json_schema" in text)
+
+
+def _rejects_grammar(exc: HTTPStatusError) -> bool:
+    """The server refused a ``grammar`` field (unknown argument, or a grammar it cannot use)."""
+    return exc.status in (400, 422) or (exc.status >= 500 and "grammar" in exc.message.lower())
 
 
 def _schema_name(schema: dict) -> str:
@@ -69,6 +80,7 @@ class OpenAICompatLLM:
         self._lock = threading.Lock()
         self._form = 0  # index into FORMS of the first form to try
         self._stream_usage = True  # send stream_options.include_usage until a server refuses it
+        self._takes_grammar = True  # send a GBNF grammar for many choices until a server refuses it
 
     def __repr__(self) -> str:
         return (f"OpenAICompatLLM(url={self.url.display!r}, model={self._model or '(first listed)'!r}, "
@@ -127,11 +139,34 @@ class OpenAICompatLLM:
         Not streamed: the wire text is JSON. A server that ignored the constraint (a prompt-only
         form) may still reply with something else; the caller checks the reply against the choices.
         """
+        if len(choices) >= GRAMMAR_FROM and self._takes_grammar:
+            reply = self._chat_grammar(messages, choices, max_tokens)
+            if reply is not None:
+                if on_token is not None and reply.text:
+                    on_token(reply.text)
+                return reply
         reply = self.chat(messages, schema=choice_schema(choices), max_tokens=max_tokens + 16)
         answer = reply.data.get("answer") if isinstance(reply.data, dict) else None
         reply.text = str(answer) if isinstance(answer, str) else reply.text
         if on_token is not None and reply.text:
             on_token(reply.text)
+        return reply
+
+    def _chat_grammar(self, messages: list[Message], choices: list[str], max_tokens: int) -> Reply | None:
+        """One of ``choices`` under a GBNF grammar (llama.cpp servers); None when the server refuses it."""
+        model = self.resolve_model()
+        started = time.perf_counter()
+        body = dict(self._body(messages, model, max_tokens, None, ""), grammar=choice_grammar(choices))
+        try:
+            reply = self._complete(body, None, fatal=_rejects_grammar)
+        except HTTPStatusError as exc:
+            if not _rejects_grammar(exc):
+                raise
+            with self._lock:
+                self._takes_grammar = False
+            return None
+        reply.ms = (time.perf_counter() - started) * 1000
+        reply.model = reply.model or model
         return reply
 
     def _chat_schema(self, messages: list[Message], model: str, schema: dict, max_tokens: int,
