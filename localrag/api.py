@@ -215,8 +215,8 @@ class Assistant:
         from there the model picks among the ranking's best spans; from ``answer.copy_min_params`` it
         writes the answer in the passages' words (``copy``). A served model (whatever its
         ``llm.params``) or one of unknown size picks among the best spans: copy's constraint is
-        thousands of strings, which llama-cpp-python's server could not turn into a grammar
-        (docs/benchmarks.md, `answer.pick = copy`)."""
+        thousands of strings, which a llama.cpp server takes as a GBNF grammar but other servers
+        may take neither as that nor as an enum (docs/benchmarks.md, `answer.pick = copy`)."""
         pick = self.settings.answer.pick
         if pick != "auto":
             return pick
@@ -225,7 +225,7 @@ class Assistant:
             return "model"
         llm = self.settings.llm
         if size.params >= answer.copy_min_params and not (llm.url or llm.backend not in ("", "llamacpp")):
-            return "copy"  # in process only: a server turns copy's thousands of spans into a grammar it cannot parse
+            return "copy"  # in process only: not every server takes copy's thousands of spans
         return "ranking" if size.params < answer.pick_min_params else "model"
 
     def model_size(self):
