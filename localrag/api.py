@@ -24,7 +24,7 @@ from localrag.kg.entity_graph import save_entity_graph
 from localrag.kg.run import GraphProgress, GraphReport
 from localrag.llm.base import RecordingLLM
 from localrag.llm import factory  # called as factory.make_llm: tests replace it there
-from localrag.llm.model_info import ModelSize, format_params, model_size
+from localrag.llm.model_info import ModelSize, format_params, is_served, model_size
 from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Passage, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
@@ -223,8 +223,7 @@ class Assistant:
         size, answer = self.model_size(), self.settings.answer
         if not size.known:
             return "model"
-        llm = self.settings.llm
-        if size.params >= answer.copy_min_params and not (llm.url or llm.backend not in ("", "llamacpp")):
+        if size.params >= answer.copy_min_params and not is_served(self.settings.llm):
             return "copy"  # in process only: not every server takes copy's thousands of spans
         return "ranking" if size.params < answer.pick_min_params else "model"
 

@@ -133,17 +133,9 @@ class LlamaCppLLM:
     def _reply_turns(self, messages: list[Message], replies: Sequence[str]) -> tuple[list[int], list[list[int]]]:
         """The prompt's tokens (up to where the reply starts) and each reply's tokens with the end of turn,
         from the chat template in the GGUF file."""
-        # heavy native library: loaded when a model is, so a no-model command never pays for it
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        template = self._llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise LLMError(f"{self.model_id} has no chat template in its GGUF file to score replies with")
-        special = {k: self._llm.detokenize([t], special=True).decode("utf-8", "replace") if t >= 0 else ""
-                   for k, t in (("eos_token", self._llm.token_eos()), ("bos_token", self._llm.token_bos()))}
+        asking_format, answered = self._turn_formats()
         try:
-            asking = Jinja2ChatFormatter(template, **special)(messages=list(messages))
-            answered = Jinja2ChatFormatter(template, add_generation_prompt=False, **special)
+            asking = asking_format(messages=list(messages))
             wholes = [answered(messages=[*messages, {"role": "assistant", "content": r}]).prompt for r in replies]
         except Exception as exc:  # the GGUF file's own template code: jinja2's errors or whatever it raises
             raise LLMError(f"{self.model_id}'s chat template failed on the replies to score: {exc}") from exc
@@ -153,6 +145,26 @@ class LlamaCppLLM:
                                     special=True)
         return prompt, [self._llm.tokenize(w[len(asking.prompt):].encode("utf-8"), add_bos=False, special=True)
                         for w in wholes]
+
+    def _turn_formats(self):
+        """The GGUF file's chat template compiled twice, once per template (not per question): ending
+        where the reply starts, and ending after the reply's end of turn."""
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise LLMError(f"{self.model_id} has no chat template in its GGUF file to score replies with")
+        if getattr(self, "_formats_of", None) != template:
+            # heavy native library: loaded when a model is, so a no-model command never pays for it
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            special = {k: self._llm.detokenize([t], special=True).decode("utf-8", "replace") if t >= 0 else ""
+                       for k, t in (("eos_token", self._llm.token_eos()), ("bos_token", self._llm.token_bos()))}
+            try:
+                self._formats = (Jinja2ChatFormatter(template, **special),
+                                 Jinja2ChatFormatter(template, add_generation_prompt=False, **special))
+            except Exception as exc:  # the GGUF file's own template code: jinja2's errors or whatever it raises
+                raise LLMError(f"{self.model_id}'s chat template does not compile: {exc}") from exc
+            self._formats_of = template
+        return self._formats
 
     def _next_logprobs(self) -> np.ndarray:
         """Log-probabilities of the next token after the last one evaluated."""

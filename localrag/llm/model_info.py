@@ -93,12 +93,17 @@ def _read_gguf(path: Path) -> ModelSize:
     return ModelSize(n, label or format_params(n), path.stem, "GGUF metadata")
 
 
+def is_served(settings: LLMSettings) -> bool:
+    """Whether answers come from a server (``llm.url``, or a backend other than in-process llama.cpp)."""
+    return bool(settings.url) or settings.backend not in ("", "llamacpp")
+
+
 def model_size(settings: LLMSettings) -> ModelSize:
     """The size of the model answers would use (``llm.params`` wins when set)."""
     if settings.params > 0:
         name = settings.url_model or (Path(settings.model).stem if settings.model else "the model")
         return ModelSize(settings.params, format_params(settings.params), name, "llm.params setting")
-    if settings.url or settings.backend not in ("", "llamacpp"):
+    if is_served(settings):
         return ModelSize(0, "", settings.url_model or "served model",
                          "unknown: a served model (set llm.params to its parameter count)")
     try:
