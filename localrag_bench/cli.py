@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from localrag_bench.cli_notes import register_notes
 from localrag_bench.cli_tools import add_question_set_options, command, register_tools
 
 # kept in step with localrag_bench.rounds (not imported here: it loads the whole pipeline); a test checks it
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="a setting for this run, e.g. hybrid_rrf_k=60 or neuropath.max_hop=1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=command("commands", "run_bench_command"))
-    bench_sub = p.add_subparsers(dest="bench_command", metavar="{scale,plot,table,followup,extraction,fusion,"
+    bench_sub = p.add_subparsers(dest="bench_command", metavar="{notes,scale,plot,table,followup,extraction,fusion,"
                                  "graph-phase,queue-order,window-share}")
 
     s = bench_sub.add_parser("scale", help="indexing throughput and query latency on a generated corpus",
@@ -118,6 +119,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     pl.add_argument("--no-reference", action="store_true", help="leave out the BM25 reference bars")
     pl.set_defaults(func=command("commands", "run_plot_command"))
 
+    register_notes(bench_sub)
     register_followup(bench_sub)
 
     t = bench_sub.add_parser("table", help="print result files as one Markdown table (for docs)")

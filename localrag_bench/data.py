@@ -48,6 +48,7 @@ class Question:
     gold_doc_ids: tuple[int, ...]
     gold_titles: tuple[str, ...] = ()
     hops: str = ""
+    kind: str = ""  # a notes question's kind: fact / howto / two-notes / unanswerable ("" for the QA sets)
 
 
 @dataclass

@@ -3,7 +3,8 @@
     localrag bench --notes ../shared/data/dendron-vault/notes --questions bench_data/dendron-vault/questions.jsonl
 
 The questions file has one JSON object a line: ``id``, ``question``, ``gold_notes``
-(paths relative to the notes folder), optional ``answers`` and ``hops``. Every note of
+(paths relative to the notes folder), optional ``answers``, ``hops`` and ``kind`` (fact / howto /
+two-notes / unanswerable; an unanswerable question has no gold notes). Every note of
 the folder becomes one corpus entry (doc id = its rank in sorted path order), so recall@k
 is counted per note: a note split into several passages counts once, at its best rank,
 as the passage benchmarks count a document. The folder is mirrored into the bench work
@@ -32,6 +33,9 @@ def note_paths(folder: Path) -> list[str]:
     return sorted(out)
 
 
+UNANSWERABLE = "unanswerable"  # a question the notes do not answer: no gold notes, no answers
+
+
 def _read_questions(path: Path, note_ids: dict[str, int]) -> list[Question]:
     if not path.is_file():
         raise BenchDataError(f"questions file {path} not found")
@@ -44,14 +48,17 @@ def _read_questions(path: Path, note_ids: dict[str, int]) -> list[Question]:
             gold = [str(g) for g in row["gold_notes"]]
             answers = row.get("answers") or []
             question = Question(str(row["id"]), str(row["question"]), tuple(str(a) for a in answers), (),
-                                hops=str(row.get("hops", "")))
+                                hops=str(row.get("hops", "")), kind=str(row.get("kind", "")))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise BenchDataError(f"{path}:{lineno}: a question needs id, question and gold_notes ({exc})") from exc
         unknown = [g for g in gold if g not in note_ids]
-        if unknown or not gold:
-            raise BenchDataError(f"{path}:{lineno}: gold notes {unknown or '(none)'} are not notes of the folder")
+        if unknown or (not gold and question.kind != UNANSWERABLE):
+            raise BenchDataError(f"{path}:{lineno}: gold notes {unknown or '(none)'} are not notes of the folder"
+                                 + ("" if unknown else f" (only a kind '{UNANSWERABLE}' question has none)"))
+        if gold and question.kind == UNANSWERABLE:
+            raise BenchDataError(f"{path}:{lineno}: an '{UNANSWERABLE}' question has no gold notes")
         out.append(Question(question.id, question.question, question.answers, tuple(note_ids[g] for g in gold),
-                            tuple(gold), question.hops))
+                            tuple(gold), question.hops, question.kind))
     return out
 
 

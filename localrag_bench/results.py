@@ -75,6 +75,13 @@ class QuestionRecord:
     first_token_ms: float | None = None
     free_first_token_ms: float | None = None
     free_answer_ms: float = 0.0
+    # the notes suite (localrag_bench/notes_suite.py): the question's kind and where its gold answer shows
+    kind: str = ""  # fact / howto / two-notes / unanswerable ("" for the QA sets)
+    evidence_hit1: bool | None = None  # a gold answer inside the first shown evidence sentence (None: no gold)
+    evidence_hit3: bool | None = None  # ... inside one of the first three
+    answer_shown: str = ""  # what the user reads as the answer: the short answer and the sentence shown with it
+    answer_hit: bool | None = None  # a gold answer inside answer_shown
+    answer_grounded: bool | None = None  # the short answer is a span of the cited sentence it is shown with
 
     @property
     def tokens(self) -> int:

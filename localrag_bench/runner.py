@@ -27,6 +27,7 @@ from localrag.answer.spans import NOT_IN_NOTES
 from localrag.api import Assistant, Index
 from localrag_bench.data import Dataset, Question, default_work_dir, doc_id_of, materialise
 from localrag_bench.metrics import exact_match, f1_score, normalize_answer, recall_at_k
+from localrag_bench.notes_metrics import score_notes
 from localrag_bench.notes_set import mirror_notes
 from localrag_bench.reference import references
 from localrag_bench.results import (
@@ -180,6 +181,7 @@ def _score_answer(record: QuestionRecord, result: Answer, question: Question) ->
         record.ranked_em = exact_match(record.ranked_prediction, question.answers)
     record.decided = bool(result.decided)
     record.picked_by = result.picked_by
+    score_notes(record, result, question.answers)
 
 
 def _free_answer(assistant: Assistant, record: QuestionRecord, result: Answer, question: Question) -> None:
@@ -201,7 +203,8 @@ def _free_answer(assistant: Assistant, record: QuestionRecord, result: Answer, q
 def ask_one(assistant: Assistant, question: Question, strategy: str, options: RunOptions, round_label: str = "") -> QuestionRecord:
     """One question: retrieval (and the answers with ``options.answer``), scored. Never raises."""
     record = QuestionRecord(question.id, question.question, strategy, list(question.gold_doc_ids), [], {},
-                            round=round_label, gold_answers=list(question.answers) if options.answer else [])
+                            round=round_label, gold_answers=list(question.answers) if options.answer else [],
+                            kind=question.kind)
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
         if options.answer:
