@@ -227,6 +227,18 @@ class Assistant:
             return "copy"  # in process only: not every server takes copy's thousands of spans
         return "ranking" if size.params < answer.pick_min_params else "model"
 
+    def resolve_writer(self) -> str:
+        """``answer.writer = auto``: the quoted evidence below ``answer.write_min_params`` (and for a
+        model of unknown size), the model's own answer from there or when a model pick was asked for
+        (``answer.pick`` = model / likelihood / copy)."""
+        writer = self.settings.answer.writer
+        if writer != "auto":
+            return writer
+        if self.settings.answer.pick in ("model", "likelihood", "copy"):
+            return "model"
+        size = self.model_size()
+        return "model" if size.known and size.params >= self.settings.answer.write_min_params else "quote"
+
     def model_size(self):
         """The answer model's size: what a loaded or given backend reports, else its GGUF metadata."""
         inner = self._llm.inner if self._llm is not None else None
@@ -307,7 +319,7 @@ class Assistant:
         """The answer, and what memory learns from its citations."""
         composed = compose(
             self.llm, self.index.embedder, question_with_resolution(asked.question, query), retrieval,
-            dataclasses.replace(self.settings.answer, pick=self.resolve_pick()),
+            dataclasses.replace(self.settings.answer, pick=self.resolve_pick(), writer=self.resolve_writer()),
             n_passages=self.settings.neuropath.answer_passages,
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
             mode=request.mode or ("free" if request.short else None), short_prompt=request.short,

@@ -267,6 +267,15 @@ class AnswerSettings:
     # questions with it, so 0.65 stays: docs/benchmarks.md "Seventh session".)
     abstain_unnamed_below: float = 0.65
     offer_abstain: bool = True  # "not in your notes" is one of the grammar's choices
+    # who writes what the user reads as the answer: "quote" (the evidence unit that answers, quoted
+    # with its citation, the best candidate span inside it marked; no model call, short and open
+    # questions alike), "model" (the model: its pick or copy of a span by `pick`, free text for open
+    # questions), "auto": quote below write_min_params (or of unknown size), model from there.
+    # "model" by default: with today's evidence ranking the first evidence unit holds the gold answer
+    # for 35 % of the dendron tuning questions, and the sample notes' showcase question quotes a
+    # sentence that names the loaf without its spice (docs/benchmarks.md "Notes suite")
+    writer: str = "model"
+    write_min_params: int = 3_000_000_000  # a guess: the largest model measured is 0.5B
 
 
 @dataclass
@@ -412,6 +421,8 @@ def load_settings(
                           f"got {settings.answer.pick!r}")
     if settings.answer.copy_max_words < 1:
         raise ConfigError(f"answer.copy_max_words must be at least 1, got {settings.answer.copy_max_words}")
+    if settings.answer.writer not in {"auto", "quote", "model"}:
+        raise ConfigError(f"answer.writer must be 'auto', 'quote' or 'model', got {settings.answer.writer!r}")
     if settings.answer.mode not in {"shape", "free"}:
         raise ConfigError(f"answer.mode must be 'shape' or 'free', got {settings.answer.mode!r}")
     if settings.llm.concurrency < 1:

@@ -133,7 +133,36 @@ def split_units(text: str) -> list[Unit]:
         elif tok.type == "html_block" and tok.content.strip():
             units.extend(_paragraph_units(tok.content.strip(), line))
         i += 1
-    return [u for u in units if u.text.strip()]
+    return _with_code([u for u in units if u.text.strip()])
+
+
+_CODE_ONLY = re.compile(r"^`[^`]+`$")  # a paragraph that is one code span: a command-line note's example
+CODE_KEPT_CHARS = 240  # of the code a lead-in introduces, this much goes with it into the unit
+
+
+def _is_code(unit: Unit) -> bool:
+    return unit.kind == "code" or (unit.kind == "sentence" and bool(_CODE_ONLY.match(unit.text.strip())))
+
+
+def _with_code(units: list[Unit]) -> list[Unit]:
+    """A unit that introduces code ("Extract an archive into a folder:", "run the following command:")
+    and the code right after it become one unit: the lead-in says what the code does, the code is the
+    answer, and apart neither says both."""
+    out: list[Unit] = []
+    i = 0
+    while i < len(units):
+        unit = units[i]
+        nxt = units[i + 1] if i + 1 < len(units) else None
+        if nxt is not None and unit.kind in ("item", "sentence") and not _is_code(unit) \
+                and unit.text.rstrip().endswith(":") and _is_code(nxt):
+            code = nxt.text.strip()
+            code = code if len(code) <= CODE_KEPT_CHARS else code[:CODE_KEPT_CHARS].rstrip() + " …"
+            out.append(Unit(f"{unit.text.rstrip()}\n{code}", unit.line_offset, unit.kind, unit.context))
+            i += 2
+            continue
+        out.append(unit)
+        i += 1
+    return out
 
 
 def _item_text(tokens: list, start: int) -> list[str]:

@@ -105,6 +105,10 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     out = Composed("", [], evidence, shape, kind, evidence_ms=evidence_ms)
     if check.weak and mode != "free":
         _abstain(out, passages, check.reason)
+    elif settings.writer == "quote" and mode != "free":
+        first = _FirstToken(on_token, emit, since)
+        _quote(out, question, settings, passages, first, emit, since, lookup)
+        out.first_token_ms = first.ms
     else:
         first = _FirstToken(on_token, emit, since)
         if kind == "short":
@@ -131,31 +135,77 @@ def _abstain(out: Composed, passages: list, reason: str) -> None:
     out.citations = [Citation(i, p, cited=False) for i, p in enumerate(passages, start=1)]
 
 
-def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, settings: AnswerSettings, passages: list,
-           first: _FirstToken, emit: Callable[[AskEvent], None], since: float,
-           lookup: NoteLookup | None) -> None:
-    evidence = out.evidence
-    choices = build_choices(question, out.shape, evidence, passages, lookup, span_sentences=settings.span_sentences,
-                            ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
-                            max_choices=settings.max_choices,
-                            # a likelihood pick never offers it: SmolLM2 found it likeliest for 26 of 42 HotpotQA
-                            # span questions; the no-model rules abstain instead (docs/benchmarks.md "Seventh session")
-                            offer_abstain=settings.offer_abstain and settings.pick != "likelihood")
-    copying = settings.pick == "copy" and out.shape.qtype not in (YESNO, CHOICE)
-    if copying:
-        choices = with_copied_spans(choices, evidence, settings.copy_max_words)
-    out.choices = choices
-    emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="short", choices=len(choices)))
+def _choices(question: str, out: Composed, settings: AnswerSettings, passages: list, lookup: NoteLookup | None,
+             offer_abstain: bool) -> Choices:
+    return build_choices(question, out.shape, out.evidence, passages, lookup, span_sentences=settings.span_sentences,
+                         ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
+                         max_choices=settings.max_choices, offer_abstain=offer_abstain)
+
+
+def _decided_or_unknown(out: Composed, choices: Choices, settings: AnswerSettings, passages: list,
+                        first: _FirstToken) -> bool:
+    """A comparison the notes' dates decide is answered from them; one whose options no note knows
+    abstains. True when either settled the answer."""
     if choices.decision is not None and settings.decide_comparisons:
-        # the notes' own dates decided it: a model could only add a coin toss (docs/benchmarks.md "Answers")
         decision = choices.decision
         first(decision.answer)
         out.decided, out.picked_by = decision.detail, "dates"
         out.notes.append(f"answer: decided from the notes without the model ({decision.detail})")
         _give(out, decision.answer, choices, passages, decision.passage)
-        return
+        return True
     if choices.unknown_options and settings.offer_abstain:
         _abstain(out, passages, "the notes mention none of the options the question names")
+        return True
+    return False
+
+
+def _quote(out: Composed, question: str, settings: AnswerSettings, passages: list, first: _FirstToken,
+           emit: Callable[[AskEvent], None], since: float, lookup: NoteLookup | None) -> None:
+    """``answer.writer = quote``: the answer is the best evidence unit (a sentence, a list item with
+    its code line, a table row), quoted with its citation; for a short question the best-ranked
+    candidate span inside it is marked as the short answer. No model call: what is shown is what
+    the note says."""
+    choices = _choices(question, out, settings, passages, lookup, offer_abstain=False) if out.mode == "short" else None
+    out.choices = choices
+    if choices is not None and _decided_or_unknown(out, choices, settings, passages, first):
+        return
+    emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="quote", choices=len(choices or ())))
+    best = out.evidence[0] if out.evidence else None
+    if best is None:
+        _abstain(out, passages, "no sentence of the passages to quote")
+        return
+    span = _span_inside(best, choices) if choices is not None else ""
+    first(span or best.plain)
+    out.picked_by = "quote"
+    out.notes.append("answer: the evidence that answers, quoted from the note (answer.writer = quote)")
+    _cite_sentence(out, span, best, passages)
+
+
+def _span_inside(sentence: EvidenceSentence, choices: Choices) -> str:
+    """The best-ranked candidate span that the sentence says ("" when none does)."""
+    said = f" {' '.join(sentence.plain.lower().split())} "
+    for text in choices.texts:
+        if text in (NOT_IN_NOTES, "yes", "no"):
+            continue
+        if f" {' '.join(text.lower().split())} " in said or (len(text) > 3 and text.lower() in said):
+            return text
+    return ""
+
+
+def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, settings: AnswerSettings, passages: list,
+           first: _FirstToken, emit: Callable[[AskEvent], None], since: float,
+           lookup: NoteLookup | None) -> None:
+    evidence = out.evidence
+    # a likelihood pick never offers "not in your notes": SmolLM2 found it likeliest for 26 of 42 HotpotQA
+    # span questions; the no-model rules abstain instead (docs/benchmarks.md "Answers")
+    choices = _choices(question, out, settings, passages, lookup,
+                       offer_abstain=settings.offer_abstain and settings.pick != "likelihood")
+    copying = settings.pick == "copy" and out.shape.qtype not in (YESNO, CHOICE)
+    if copying:
+        choices = with_copied_spans(choices, evidence, settings.copy_max_words)
+    out.choices = choices
+    emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="short", choices=len(choices)))
+    if _decided_or_unknown(out, choices, settings, passages, first):
         return
     ranked = [t for t in choices.texts if t != NOT_IN_NOTES]
     if settings.pick == "ranking":
@@ -225,18 +275,25 @@ def _likeliest(out: Composed, llm: LLM, question: str, settings: AnswerSettings,
 def _give(out: Composed, pick: str, choices: Choices, passages: list, decided_by: Passage | None = None) -> None:
     """The short answer, its sentence and its citation (the deciding note is cited even if not retrieved)."""
     evidence = out.evidence
-    out.span = pick
     if decided_by is None:
         sentence = sentence_for(pick, choices, evidence)
     else:
         sentence = next((e for e in evidence if e.passage.id == decided_by.id), None) or _opening(decided_by)
+    _cite_sentence(out, pick, sentence, passages)
+
+
+def _cite_sentence(out: Composed, pick: str, sentence: EvidenceSentence | None, passages: list) -> None:
+    """``pick`` as the answer, ``sentence`` shown with it and cited first (added to the given passages
+    when it comes from a note that was not retrieved). An empty pick: the sentence itself is the answer."""
+    out.span = pick
     out.span_sentence = sentence
     given = list(passages)
     if sentence is not None and all(p.id != sentence.passage.id for p in given):
         given.append(sentence.passage)
     number = next((i for i, p in enumerate(given, start=1) if sentence is not None and p.id == sentence.passage.id),
                   None)
-    out.text = f"{pick} [{number}]" if number else pick
+    head = pick or (f"“{' '.join(sentence.text.split())}”" if sentence is not None else "")
+    out.text = f"{head} [{number}]" if number else head
     first_ids = [number] if number else []
     out.citations = [Citation(n, given[n - 1], n in first_ids)
                      for n in first_ids + [i for i in range(1, len(given) + 1) if i not in first_ids]]

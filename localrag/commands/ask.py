@@ -135,6 +135,8 @@ def print_outcome(answer) -> None:
     """What the answer stands on: the short answer's sentence, an abstention's reason, unsupported sentences."""
     if answer.abstained:
         console.print(f"[yellow]not in your notes[/] [dim]({escape(answer.abstain_reason)})[/]")
+    elif answer.span_sentence is not None and not answer.span:  # the quote is the answer
+        console.print(f"[dim]  quoted from[/] [cyan]{escape(answer.span_sentence.location)}[/]")
     elif answer.span_sentence is not None:
         s = answer.span_sentence
         console.print(f"[dim]  from[/] “{escape(' '.join(s.text.split()))}” [cyan]{escape(s.location)}[/]")

@@ -84,6 +84,9 @@ def outcome_text(answer: Answer) -> Text:
     if answer.abstained:
         text.append("not in your notes", style="bold yellow")
         text.append(f" ({answer.abstain_reason}); the closest passages are below", style="dim")
+    elif answer.span_sentence is not None and not answer.span:  # the quote is the answer
+        text.append("quoted from ", style="dim")
+        text.append(answer.span_sentence.location, style="cyan")
     elif answer.span_sentence is not None:
         s = answer.span_sentence
         text.append("from ", style="dim")
