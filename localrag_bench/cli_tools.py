@@ -1,5 +1,5 @@
 """The sweeps and one-off measurements as `localrag bench` subcommands: extraction, fusion (and
-`fusion choose`), graph-phase, queue-order, window-share. Their modules load the pipeline, so a
+`fusion choose`), graph-phase, adversarial, queue-order, window-share. Their modules load the pipeline, so a
 parser names its module and function, and the module is imported when the command runs."""
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def register_tools(bench_sub: argparse._SubParsersAction) -> None:
     g.add_argument("work", type=Path, metavar="WORK_DIR", help="a scratch folder (the copy and an empty notes/ go here)")
     g.add_argument("base", type=Path, metavar="FAST.db", help="an index after the fast phase (e.g. bench scale --graph's)")
     g.set_defaults(func=command("graph_phase_only", "run"))
+    _register_adversarial(bench_sub)
     _register_queue_order(bench_sub)
     w = bench_sub.add_parser(
         "window-share", help="how many passages of a folder exceed the embedder's window, before and after "
@@ -53,6 +54,21 @@ def register_tools(bench_sub: argparse._SubParsersAction) -> None:
         "Wordpieces are MiniLM's, of the embedded text (heading path + passage). Prints JSON.")
     w.add_argument("folder", type=Path, help="a notes folder, e.g. ../shared/data/dendron-vault/notes")
     w.set_defaults(func=command("window_share", "run"))
+
+
+def _register_adversarial(bench_sub: argparse._SubParsersAction) -> None:
+    a = bench_sub.add_parser(
+        "adversarial", help="the graph phase on adversarial notes: thousands of links in one note, near-identical names",
+        description="For each size, a fresh folder with one note (N [[Note i]] links on one line, or a list of N "
+        "near-identical names), indexed with the rules graph phase: wall and CPU seconds, seconds per step, rows, "
+        "and the link facts against the links written. Prints a Markdown table (docs/benchmarks.md, \"Graph phase "
+        "on adversarial notes\").")
+    a.add_argument("--links", default="5000,20000,100000", metavar="N[,N...]", help="links in one note, per case")
+    a.add_argument("--names", default="10000", metavar="N[,N...]", help="near-identical names in one list, per case")
+    a.add_argument("--work", type=Path, metavar="DIR", help="keep the folders here (default: a temporary folder)")
+    a.add_argument("--out", metavar="FILE", help="JSON result file")
+    a.add_argument("--quiet", action="store_true", help="only the table")
+    a.set_defaults(func=command("adversarial", "run"))
 
 
 def _register_extraction(bench_sub: argparse._SubParsersAction) -> None:

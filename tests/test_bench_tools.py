@@ -23,6 +23,7 @@ TOOLS = {
     "extraction": ["--per-set", "--variants", "--kv-check"],
     "fusion": ["--rrf-k", "--graph", "--json"],
     "graph-phase": ["WORK_DIR", "FAST.db"],
+    "adversarial": ["--links", "--names", "--work"],
     "queue-order": ["--questions", "--extract"],
     "window-share": ["folder"],
 }
@@ -132,3 +133,17 @@ def test_graph_phase_runs_on_a_copy_of_a_fast_index(tmp_path, notes_dir, embedde
     figures = json.loads(capsys.readouterr().out)
     assert figures["passages"] > 0 and figures["counts"] and figures["wall_s"] >= 0
     assert (work / "graph-only.db").is_file() and fast.stat().st_size > 0
+
+
+def test_adversarial_notes_report_every_link_as_a_fact(tmp_path, embedder, capsys, monkeypatch):
+    import localrag.embed
+
+    monkeypatch.setattr(localrag.embed, "_DEFAULT", embedder)
+    out = tmp_path / "adversarial.json"
+    assert _cli(["bench", "adversarial", "--links", "300", "--names", "120", "--work", str(tmp_path / "w"),
+                 "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("| case |") and "links-300" in printed and "names-120" in printed
+    cases = {c["name"]: c for c in json.loads(out.read_text())["cases"]}
+    assert cases["links-300"]["link_facts"] == 300 and cases["names-120"]["link_facts"] == 120
+    assert cases["links-300"]["graph_seconds"] > 0 and cases["links-300"]["counts"]["coref_pairs"] > 0

@@ -52,3 +52,38 @@ def test_rst_and_org_headings():
     assert any("Section" in c.heading for c in rst)
     org = chunk_text("* Top\nBody " + "w " * 60 + "\n* Second\nMore text " + "z " * 60, "org", "Doc")
     assert any("Second" in c.heading for c in org)
+
+
+def _refs_in(chunks) -> list[str]:
+    from localrag.ingest.markdown import inline_refs
+
+    return [link.target for c in chunks for link in inline_refs(c.text).links]
+
+
+def test_a_long_line_of_links_is_never_cut_inside_a_link(embedder):
+    from localrag.ingest.window import fit_window
+
+    text = "# Links\n\n" + " ".join(f"[[Note {i}]]" for i in range(5000)) + "\n"
+    chunks = chunk_text(text, "markdown", "Links", 100, 300)
+    assert _refs_in(chunks) == [f"Note {i}" for i in range(5000)]  # before: 4,968 ("[[Note" | "413]]")
+    fitted = fit_window(chunks, text, embedder)
+    assert len(fitted) > len(chunks)  # the window step cut them again, still between links
+    assert _refs_in(fitted) == [f"Note {i}" for i in range(5000)]
+
+
+def test_embeds_and_code_spans_are_never_cut_by_sentence_word_or_character_cuts(embedder):
+    from localrag.ingest.window import fit_window
+
+    unit = "See `grep -r x. y` and ``a ` b. c`` then [[Dr. Who|the doctor]] and ![[plan v2. draft]]. "
+    text = unit * 1500
+    for chunks in (chunk_text(text, "text", "T", 100, 300), fit_window(chunk_text(text, "markdown", "T", 100, 300), text, embedder)):
+        assert len(chunks) > 5
+        for c in chunks:
+            body = c.text.replace("\n", " ")
+            assert body.count("[[") == body.count("]]") and body.count("`grep -r x. y`") == body.count("`grep")
+            assert body.count("``a ` b. c``") * 2 == body.count("``")
+        assert sum(c.text.count("![[plan v2. draft]]") for c in chunks) == 1500
+    # one enormous "word" of links with no space is cut by characters, at link boundaries
+    glued = "".join(f"[[n{i}]]" for i in range(3000))
+    pieces = chunk_text(glued, "text", "", 100, 300)
+    assert len(pieces) > 1 and all(p.text.startswith("[[") and p.text.endswith("]]") for p in pieces)

@@ -152,6 +152,42 @@ def test_coref_is_top5_with_self_threshold_and_stays_exact_through_adds_and_dele
     orphans_zero(store)
 
 
+def test_coref_stays_exact_where_dozens_of_names_are_alike(store, embedder):
+    """Every "note i" is above the threshold of every other: each newcomer is offered only to the names
+    whose weakest alias it beats (their floor), and the rows are still a search over all pairs."""
+    store.graph.coref.configure(5, 0.8)
+    names = [f"note {i}" for i in range(60)]
+    pids = add_doc(store, "a.md", [f"p{i}" for i in range(len(names) // 3 + 20)])
+    for pid, name in zip(pids, names[:20]):  # one at a time
+        store.graph.write_extraction(pid, [], [name], embedder.encode)
+    with store.transaction(), store.graph.coref.deferred():  # then batches of several passages
+        for pid, group in zip(pids[20:], [names[i:i + 2] for i in range(20, 60, 2)]):
+            store.graph.write_extraction(pid, [], group, embedder.encode)
+    assert {(e, a) for e, a, _ in store.graph.coref.all()} == expected_coref(store, 5, 0.8)
+    with store.transaction():
+        store.docs.delete_passages(pids[3:9])  # six of the first names go: their partners are recomputed
+    assert {(e, a) for e, a, _ in store.graph.coref.all()} == expected_coref(store, 5, 0.8)
+    more = add_doc(store, "b.md", ["q1", "q2"])
+    store.graph.write_extraction(more[0], [], ["note 5", "note 500"], embedder.encode)  # after the deletes
+    assert {(e, a) for e, a, _ in store.graph.coref.all()} == expected_coref(store, 5, 0.8)
+    rows = store.graph.coref.all()
+    store.graph.coref.rebuild()
+    assert store.graph.coref.all() == rows
+
+
+def test_a_rolled_back_write_leaves_no_raised_floor_behind(store, embedder):
+    store.graph.coref.configure(5, 0.8)
+    pids = add_doc(store, "a.md", [f"p{i}" for i in range(12)])
+    for pid, name in zip(pids, [f"note {i}" for i in range(10)]):
+        store.graph.write_extraction(pid, [], [name], embedder.encode)
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.graph.write_extraction(pids[10], [], ["note 10", "note 11"], embedder.encode)
+            raise RuntimeError("the commit never happens")
+    store.graph.write_extraction(pids[11], [], ["note 12", "note 10"], embedder.encode)
+    assert {(e, a) for e, a, _ in store.graph.coref.all()} == expected_coref(store, 5, 0.8)
+
+
 def test_graph_version_changes_with_the_graph(store, embedder):
     (p,) = add_doc(store, "a.md", ["x"])
     v0 = store.graph.version()

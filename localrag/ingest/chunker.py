@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+
+from localrag.ingest.atoms import cut_every, split_outside
 from localrag.ingest.markdown import parse_markdown
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -16,6 +18,7 @@ _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ORG_HEADING = re.compile(r"^(\*{1,6})\s+(.*)$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPACE = re.compile(" ")
 
 
 def count_tokens(text: str) -> int:
@@ -153,12 +156,13 @@ def _split_long(block: _Block, max_tokens: int) -> list[_Block]:
 
 
 def _split_line(line: str, max_tokens: int) -> list[str]:
-    sentences = _SENTENCE_END.split(line)
+    """Sentences, then words, then characters; never inside a link, an embed or a code span (ingest/atoms.py)."""
+    sentences = split_outside(line, _SENTENCE_END)
     out: list[str] = []
     cur = ""
     for s in sentences:
         if count_tokens(s) > max_tokens:
-            words = s.split(" ")
+            words = split_outside(s, _SPACE)
             step = max(1, max_tokens // 2)
             for j in range(0, len(words), step):
                 piece = " ".join(words[j:j + step])
@@ -178,7 +182,7 @@ def _split_line(line: str, max_tokens: int) -> list[str]:
     for piece in out:
         if count_tokens(piece) > max_tokens * 2:
             size = max_tokens * 4
-            final.extend(piece[k:k + size] for k in range(0, len(piece), size))
+            final.extend(cut_every(piece, size))
         else:
             final.append(piece)
     return final

@@ -160,8 +160,20 @@ class InlineRefs:
     tags: tuple[str, ...]
 
 
+CACHED_REFS_CHARS = 65_536  # a passage's refs are asked for twice by the graph phase: parsed once
+
+
 def inline_refs(text: str) -> InlineRefs:
     """The links and #tags of a passage or note, from one parse."""
+    return _cached_refs(text) if len(text) <= CACHED_REFS_CHARS else _parse_refs(text)
+
+
+@lru_cache(maxsize=256)
+def _cached_refs(text: str) -> InlineRefs:
+    return _parse_refs(text)
+
+
+def _parse_refs(text: str) -> InlineRefs:
     runs = list(_prose_runs(parser().parse(text)))
     return InlineRefs(tuple(_links(runs)), tuple(_tags(runs)))
 

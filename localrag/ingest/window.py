@@ -15,9 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from localrag.ingest.atoms import split_outside
 from localrag.ingest.chunker import Chunk, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_SPACE = re.compile(" ")
 CountFn = Callable[[Sequence[str]], list[int]]  # wordpieces per text, no special tokens
 
 
@@ -49,13 +51,14 @@ def source_lines(chunk: Chunk, lines: Sequence[str]) -> list[int]:
 
 
 def _split_text(text: str, count: CountFn, limit: int) -> list[str]:
-    """A line over the limit: sentences, packed; a sentence over it: words, packed."""
+    """A line over the limit: sentences, packed; a sentence over it: words, packed (never cut inside
+    a link, an embed or a code span: ingest/atoms.py)."""
     pieces: list[str] = []
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in split_outside(text, _SENTENCE_END):
         if count([sentence])[0] <= limit:
             pieces.append(sentence)
             continue
-        words, cur = sentence.split(" "), []
+        words, cur = split_outside(sentence, _SPACE), []
         for w in words:
             if cur and count([" ".join(cur + [w])])[0] > limit:
                 pieces.append(" ".join(cur))

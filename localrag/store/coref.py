@@ -2,19 +2,30 @@
 
 Kept exact by ``add`` on insert and ``refresh_dirty`` on delete (the triggers of schema._graph
 mark entities that lost an alias in ``coref_dirty``).
+
+A new entity is offered only to the entities it could enter (its similarity reaches their
+floor: their weakest alias once they hold k - 1), and at most ``CANDIDATE_CAP`` candidates per
+new entity are scored exactly. Below the cap (every entity of a real vault: a handful of names
+above the threshold) the rows are exactly those of a search over all pairs; a note that makes
+thousands of names alike (``[[Note 1]]`` … ``[[Note 20000]]``) costs a bounded amount per name.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from typing import TYPE_CHECKING, Iterator
 
+import numpy as np
+
 from localrag.store.connection import driver
-from localrag.store.entity_matrix import EntityMatrix
+from localrag.store.entity_matrix import NO_FLOOR, EntityMatrix
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
+
+CANDIDATE_CAP = 64  # candidates scored exactly per new entity (real vaults: far fewer above the threshold)
 
 
 class Coreference:
@@ -25,6 +36,8 @@ class Coreference:
         self.threshold = 0.8
         self._deferred: list[int] | None = None  # new entities whose coref waits for the batch's end
         self.seconds = 0.0  # spent in add (the graph phase reports its share)
+        self.cap = CANDIDATE_CAP
+        self._floors_gen: int | None = None  # the matrix generation the floors were read at (None: read again)
         store.before_commit.append(self.refresh_dirty)
 
     def configure(self, k: int, threshold: float) -> None:
@@ -70,10 +83,29 @@ class Coreference:
         others = [(e, s) for e, s in hits if e != entity_id][: self.k - 1]
         return [(e, s) for e, s in others if s >= self.threshold]
 
+    def _floor(self, aliases: list[tuple[int, float]]) -> float:
+        """What a newcomer must reach to enter these aliases (sorted best first)."""
+        if len(aliases) < self.k - 1:
+            return NO_FLOOR
+        return aliases[-1][1] if aliases else np.inf
+
+    def _ensure_floors(self) -> None:
+        """The floors as the coref table gives them, whenever the matrix rows were reloaded or dropped.
+
+        Only a deletion lowers a floor, and a deletion drops matrix rows (a new generation); a
+        rolled-back write removes the entities it added, so the matrix drops those rows too."""
+        if self._floors_gen == self.matrix.generation:
+            return
+        rows = self.s.query("SELECT entity, COUNT(*), MIN(sim) FROM coref GROUP BY entity")
+        floors = {int(e): float(low) if int(n) >= self.k - 1 else NO_FLOOR for e, n, low in rows}
+        self.matrix.set_floors(floors, reset=True)
+        self._floors_gen = self.matrix.generation
+
     def _set_aliases(self, entity_id: int, hits: list[tuple[int, float]]) -> None:
+        own = self._own_aliases(entity_id, hits)
         self.s.execute("DELETE FROM coref WHERE entity = ?", (entity_id,))
-        self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)",
-                           [(entity_id, a, s) for a, s in self._own_aliases(entity_id, hits)])
+        self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)", [(entity_id, a, s) for a, s in own])
+        self.matrix.set_floors({entity_id: self._floor(own)})
 
     def _add(self, new_ids: list[int]) -> None:
         """New entities get their own rows; an existing entity takes a new one as alias when it
@@ -88,25 +120,49 @@ class Coreference:
 
     def _rows(self, new_ids: list[int]) -> None:
         self.matrix.check()
-        hits = self.matrix.neighbours(new_ids, self.k, self.threshold)
+        self._ensure_floors()
         fresh = set(new_ids)
+        self.matrix.set_floors({e: np.inf for e in new_ids})  # nothing is offered to each other: own rows below
+        hits = self.matrix.neighbours(new_ids, self.k, self.threshold, floors=True, cap=self.cap)
         rows: list[tuple[int, int, float]] = []
         offered: dict[int, list[tuple[int, float]]] = {}
+        floors: dict[int, float] = {}
         for eid in new_ids:
             found = hits[eid].pairs() if eid in hits else []
-            rows += [(eid, a, s) for a, s in self._own_aliases(eid, found)]
+            own = self._own_aliases(eid, found)
+            rows += [(eid, a, s) for a, s in own]
+            floors[eid] = self._floor(own)
             for other, sim in found:
                 if other not in fresh and sim >= self.threshold:
                     offered.setdefault(other, []).append((eid, sim))
         self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)", rows)
+        floors.update(self._offer(offered))
+        self.matrix.set_floors(floors)
+
+    def _stored_of(self, entities: list[int]) -> dict[int, list[tuple[int, float]]]:
+        """``stored`` for many entities in one query."""
+        out: dict[int, list[tuple[int, float]]] = {e: [] for e in entities}
+        rows = self.s.query("SELECT entity, alias, sim FROM coref WHERE entity IN (SELECT value FROM json_each(?))",
+                            (json.dumps(entities),))
+        for e, a, sim in rows:
+            out[int(e)].append((int(a), float(sim)))
+        return out
+
+    def _offer(self, offered: dict[int, list[tuple[int, float]]]) -> dict[int, float]:
+        """Each entity takes those of its offered newcomers that now rank in its top k - 1; their new floors."""
+        current = self._stored_of(list(offered))
+        gone: list[tuple[int, int]] = []
+        taken: list[tuple[int, int, float]] = []
+        floors: dict[int, float] = {}
         for other, new in offered.items():
-            current = self.stored(other)
-            best = sorted(current + new, key=lambda t: (-t[1], t[0]))[: self.k - 1]
+            best = sorted(current[other] + new, key=lambda t: (-t[1], t[0]))[: self.k - 1]
             keep = {a for a, _ in best}
-            self.s.executemany("DELETE FROM coref WHERE entity = ? AND alias = ?",
-                               [(other, a) for a, _ in current if a not in keep])
-            self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)",
-                               [(other, a, s) for a, s in new if a in keep])
+            gone += [(other, a) for a, _ in current[other] if a not in keep]
+            taken += [(other, a, s) for a, s in new if a in keep]
+            floors[other] = self._floor(best)
+        self.s.executemany("DELETE FROM coref WHERE entity = ? AND alias = ?", gone)
+        self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)", taken)
+        return floors
 
     def refresh_dirty(self) -> None:
         """Recompute entities that lost an alias to a deletion (runs just before each COMMIT)."""
@@ -117,7 +173,7 @@ class Coreference:
         if not dirty:
             return
         self.matrix.check()
-        hits = self.matrix.neighbours([e for e in dirty if e in self.matrix], self.k, self.threshold)
+        hits = self.matrix.top([e for e in dirty if e in self.matrix], self.k, self.threshold, self.cap)
         for eid, found in hits.items():
             self._set_aliases(eid, found.pairs())
         self.s.execute("DELETE FROM coref_dirty")
@@ -128,5 +184,5 @@ class Coreference:
             self.s.execute("DELETE FROM coref")
             self.matrix.load()
             ids = [int(r[0]) for r in self.s.query("SELECT id FROM entities ORDER BY id")]
-            for eid, found in self.matrix.neighbours(ids, self.k, self.threshold).items():
+            for eid, found in self.matrix.top(ids, self.k, self.threshold, self.cap).items():
                 self._set_aliases(eid, found.pairs())

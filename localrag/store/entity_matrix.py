@@ -10,14 +10,23 @@ in (a killed and resumed run must write the rows an uninterrupted one writes).
 The matrix follows the ``entities`` table: rows are appended as entities are inserted
 (``add``), and ``check`` drops the rows of entities deleted since (garbage collection by
 the triggers) or reloads everything when it cannot tell.
+
+Each row also holds a floor (``set_floors``, kept by store/coref.py): the similarity a newcomer
+must reach to enter that entity's aliases (its weakest alias when it holds all it can, else
+none). A new entity is offered only to the rows whose floor it reaches, and at most ``cap``
+candidates per entity are rescored exactly: on a note of 20,000 ``[[Note i]]`` links every name
+is above the threshold of every other, and rescoring and offering each new one to all the
+others made the graph phase quadratic (docs/benchmarks.md, "Graph phase on adversarial notes").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from localrag.store.vectors import from_blob, hamming, sign_bits
 
@@ -26,6 +35,12 @@ if TYPE_CHECKING:
 
 BLOCK = 64  # new entities per matrix product: 64 x 200k float32 similarities = 51 MB
 MARGIN = 1e-4  # float32 product error is ~1e-6: candidates this close to a cut are rescored
+NO_FLOOR = -np.inf  # a row that still takes any alias above the threshold
+
+
+@lru_cache(maxsize=1)
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,7 @@ class EntityMatrix:
         self._ids = np.zeros(0, dtype=np.int64)
         self._vecs = np.zeros((0, self.dim), dtype=np.float32)
         self._norms = np.zeros(0, dtype=np.float64)  # float64 norm per row, kept as rows are added
+        self._floors = np.zeros(0, dtype=np.float64)  # per row: what a newcomer must reach (see the module doc)
         self._n = 0
         self._pos: dict[int, int] = {}
         self._loaded = False
@@ -57,6 +73,11 @@ class EntityMatrix:
     def __contains__(self, eid: object) -> bool:
         return eid in self._pos
 
+    @property
+    def generation(self) -> int:
+        """Moves when rows are reloaded, dropped or overwritten (not when rows are appended)."""
+        return self._gen
+
     def load(self) -> None:
         rows = self.s.query("SELECT rowid, embedding FROM entity_vec ORDER BY rowid")
         self._ids = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
@@ -69,6 +90,7 @@ class EntityMatrix:
         for start in range(0, self._n, 8192):  # in slices: no float64 copy of the whole matrix
             block = self._vecs[start:min(self._n, start + 8192)].astype(np.float64)
             self._norms[start:start + len(block)] = np.linalg.norm(block, axis=1)
+        self._floors = np.full(len(self._vecs), NO_FLOOR)
         self._pos = {int(e): i for i, e in enumerate(self._ids[: self._n])}
         self._loaded = True
         self._gen += 1
@@ -98,6 +120,7 @@ class EntityMatrix:
         self._ids[:n] = self._ids[: self._n][keep]
         self._vecs[:n] = self._vecs[: self._n][keep]
         self._norms[:n] = self._norms[: self._n][keep]
+        self._floors[:n] = self._floors[: self._n][keep]
         self._n = n
         self._pos = {int(e): i for i, e in enumerate(self._ids[:n])}
         self._gen += 1
@@ -124,6 +147,9 @@ class EntityMatrix:
             norms = np.zeros(size, dtype=np.float64)
             norms[: self._n] = self._norms[: self._n]
             self._norms = norms
+            floors = np.full(size, NO_FLOOR)
+            floors[: self._n] = self._floors[: self._n]
+            self._floors = floors
             self._ids = np.concatenate([self._ids[: self._n], np.zeros(size - self._n, dtype=np.int64)])
         for eid, vec in zip(ids, np.asarray(vectors, dtype=np.float32)):
             at = self._pos.get(int(eid))
@@ -136,6 +162,16 @@ class EntityMatrix:
                 self._gen += 1
             self._vecs[at] = vec
             self._norms[at] = float(np.linalg.norm(vec.astype(np.float64)))
+            self._floors[at] = NO_FLOOR
+
+    def set_floors(self, floors: dict[int, float], *, reset: bool = False) -> None:
+        """Each entity's floor (NO_FLOOR: none); with ``reset`` every other row's floor is cleared."""
+        if reset:
+            self._floors[:] = NO_FLOOR
+        for eid, value in floors.items():
+            at = self._pos.get(int(eid))
+            if at is not None:
+                self._floors[at] = value
 
     def nearest(self, queries: np.ndarray, k: int, candidates: int) -> list[list[tuple[int, float]]]:
         """Each query's ``k`` nearest entities (id, cosine), best first: a Hamming prefilter over the
@@ -168,31 +204,56 @@ class EntityMatrix:
     def vector(self, eid: int) -> np.ndarray:
         return self._vecs[self._pos[eid]]
 
-    def neighbours(self, ids: list[int], k: int, threshold: float) -> dict[int, Neighbours]:
+    def neighbours(self, ids: list[int], k: int, threshold: float, *, floors: bool = False,
+                   cap: int | None = None) -> dict[int, Neighbours]:
         """For each entity in ``ids`` (already added): its top ``k`` entities (itself included) and
-        beyond them every entity with similarity >= ``threshold``, best first."""
+        beyond them every entity with similarity >= ``threshold`` (with ``floors``: that also reaches
+        the entity's floor, i.e. that could take it as an alias), best first. With ``cap``, at most
+        ``cap`` candidates each, the best of the float32 prefilter."""
+        bar = np.maximum(self._floors[: self._n], threshold) if floors else threshold
+        return self._search(ids, k, threshold, bar - MARGIN, cap)
+
+    def top(self, ids: list[int], k: int, threshold: float, cap: int | None = None) -> dict[int, Neighbours]:
+        """Each entity's top ``k`` (itself included), those at or above ``threshold`` only."""
+        found = self._search(ids, k, threshold, np.inf, cap)
+        return {e: Neighbours(n.ids[n.sims >= threshold], n.sims[n.sims >= threshold]) for e, n in found.items()}
+
+    def _search(self, ids: list[int], k: int, threshold: float, bar: "np.ndarray | float",
+                cap: int | None) -> dict[int, Neighbours]:
         out: dict[int, Neighbours] = {}
         if not ids or self._n == 0:
             return out
-        matrix, all_ids, norms = self._vecs[: self._n], self._ids[: self._n], self._norms[: self._n]
-        for start in range(0, len(ids), BLOCK):
-            block = ids[start:start + BLOCK]
-            rows = np.stack([self.vector(e) for e in block])
-            sims = rows @ matrix.T  # float32: a prefilter only
-            for eid, row in zip(block, sims):
-                out[eid] = self._rescored(eid, row, matrix, all_ids, norms, k, threshold)
+        matrix = self._vecs[: self._n]
+        # one BLAS thread: the graph phase embeds names on the other core meanwhile, and two BLAS
+        # threads fighting it for a core were 5x slower than one (0.58 s against 2.8 s, 5,000 names)
+        with _blas().limit(limits=1, user_api="blas"):
+            for start in range(0, len(ids), BLOCK):
+                block = ids[start:start + BLOCK]
+                sims = np.stack([self.vector(e) for e in block]) @ matrix.T  # float32: a prefilter only
+                for eid, cand in zip(block, self._candidates(sims, bar, k, cap)):
+                    out[eid] = self._rescored(eid, cand, k, threshold)
         return out
 
-    def _rescored(self, eid: int, row: np.ndarray, matrix: np.ndarray, all_ids: np.ndarray, norms: np.ndarray,
-                  k: int, threshold: float) -> Neighbours:
-        kk = min(k, len(row))
-        kth = np.partition(row, len(row) - kk)[len(row) - kk] if kk else np.inf
-        cut = min(float(kth), threshold) - MARGIN
-        cand = np.flatnonzero(row >= cut)
+    def _candidates(self, sims: np.ndarray, bar: "np.ndarray | float", k: int, cap: int | None) -> list[np.ndarray]:
+        """Per row of ``sims``, the positions worth an exact score: the top ``k`` (and ties within the
+        margin), and those at or above ``bar``; over ``cap``, the ``cap`` best."""
+        n = sims.shape[1]
+        kk = min(k, n)
+        kth = np.partition(sims, n - kk, axis=1)[:, n - kk]
+        rows, cols = np.nonzero((sims >= kth[:, None] - MARGIN) | (sims >= bar))
+        out = np.split(cols, np.searchsorted(rows, np.arange(1, len(sims))))
+        limit = max(cap, kk) if cap is not None else None
+        for i, cand in enumerate(out):
+            if limit is not None and len(cand) > limit:
+                out[i] = cand[np.argpartition(-sims[i, cand], limit - 1)[:limit]]
+        return out
+
+    def _rescored(self, eid: int, cand: np.ndarray, k: int, threshold: float) -> Neighbours:
         mine = self.vector(eid).astype(np.float64)
-        exact = (matrix[cand].astype(np.float64) @ mine) / np.maximum(norms[cand] * self._norms[self._pos[eid]], 1e-12)
+        exact = (self._vecs[cand].astype(np.float64) @ mine) / np.maximum(
+            self._norms[cand] * self._norms[self._pos[eid]], 1e-12)
         exact = np.round(exact, 7)
-        cand_ids = all_ids[cand]
+        cand_ids = self._ids[cand]
         order = np.lexsort((cand_ids, -exact))
         exact, cand_ids = exact[order], cand_ids[order]
         keep = (np.arange(len(exact)) < k) | (exact >= threshold)
