@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from localrag_bench.data import BenchDataError, Dataset, Question, read_ids
 from localrag_bench.metrics import mean, percentile
 from localrag_bench.notes_set import UNANSWERABLE, load_notes_dataset
-from localrag_bench.results import BenchResult, QuestionRecord
+from localrag_bench.results import BenchResult, QuestionRecord, write_json
 from localrag_bench.runner import BenchSpec, RunOptions, run_bench
 
 
@@ -177,11 +177,7 @@ class SuiteResult:
         return data
 
     def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_json(path, self.to_json())
 
 
 def load_suite_result(path: Path) -> dict[str, Any]:

@@ -324,11 +324,16 @@ class BenchResult:
         return dataclasses.asdict(self)
 
     def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_json(path, self.to_json())
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    """A result file written whole or not at all (a temporary file renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:
