@@ -30,14 +30,14 @@ from localrag.records import LLMCallRecord, Passage, Retrieval, SkippedFile, Tra
 from localrag.retrieve import Context, get_strategy
 from localrag.retrieve.neuropath.events import MemoryAnswerStep
 from localrag.store import Store
-from localrag.store.connection import database_error_message
+from localrag.store.connection import StoreError, database_error_message, is_unexplained
+from localrag.store.health import HealthCheck
 from localrag.store.lock import writer_lock
 from localrag.store.vault import PassageFilter, link_key
 from localrag.trace import FeedbackStep, MemoryEvent, TraceEvent
 
 if TYPE_CHECKING:
     from localrag.conversation import Conversation
-    from localrag.store.health import HealthCheck
 
 logger = logging.getLogger(__name__)
 
@@ -114,12 +114,23 @@ class Index:
                 return opening
         return None
 
-    def check_health(self, force: bool = False) -> "HealthCheck":
+    def check_health(self, force: bool = False) -> HealthCheck:
         """SQLite's quick_check when damage is suspected or the periodic check is due (``force``: always);
         a StoreError pointing at `localrag doctor --repair` when it fails."""
         check = self.store.check_if_due(force)
         check.raise_if_damaged(self.settings.db_path)
         return check
+
+    def diagnosed(self, exc: BaseException) -> BaseException:
+        """``exc``, or the damage it came from: an SQLite error that names no cause is followed by
+        quick_check, whose failure is the error to show (with the repair hint)."""
+        if not is_unexplained(exc):
+            return exc
+        try:
+            HealthCheck(f"reading it failed ({exc})", self.store.quick_check()).raise_if_damaged(self.settings.db_path)
+        except StoreError as found:
+            return found
+        return exc
 
     def graph_figures(self) -> dict[str, int]:
         """Graph size and extraction state, for `localrag status` and the TUI."""

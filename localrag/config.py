@@ -59,10 +59,13 @@ class IndexSettings:
 
 @dataclass
 class LLMSettings:
-    model: str = ""  # path to a GGUF; empty = discovery (models/ then bundled SmolLM2)
+    # a GGUF path or a name `localrag models` lists (qwen2.5:14b); empty = discovery (models/, then bundled SmolLM2)
+    model: str = ""
     n_ctx: int = 4096
     n_threads: int = 0  # 0 = all cores
-    n_gpu_layers: int = -1  # offload all layers when llama.cpp was built with a GPU backend
+    # layers on the GPU: -1 = every layer that fits when llama.cpp was built with a GPU backend
+    # (CUDA, Metal, Vulkan; `localrag doctor` shows which), 0 = CPU only, N = N layers (llm/gpu.py)
+    gpu_layers: int = -1
     temperature: float = 0.0
     seed: int = 42
     answer_max_tokens: int = 384
@@ -157,6 +160,16 @@ class GraphSettings:
     fusion_ppr: float = 2.0
     fusion_rrf_k: int = 5
     fusion_ppr_focus: float = 0.1  # the PPR list counts fully from this seed focus up, in proportion below (0: always)
+    # the walk's list counts fully only when its first passage is among the first `corroboration_pool` of the
+    # dense or the lexical list, else this share of it (localrag/retrieve/graph.py "corroboration")
+    fusion_ppr_uncorroborated: float = 0.25
+    fusion_corroboration_pool: int = 10
+    # the BM25 list counts fully when its first score is `lexical_peak` times its fifth, this share of it when
+    # its head is flat (the question's words are everywhere) while the dense list's first cosine beats its fifth
+    # by `dense_lead`, linearly between (localrag/retrieve/graph.py "Lexical confidence")
+    fusion_lexical_flat: float = 0.5
+    fusion_lexical_peak: float = 1.5
+    fusion_dense_lead: float = 0.02
     ppr_entity_damping: float = 1.0  # PPR mass of an entity / |passages mentioning it| ** this
     ppr_passage_damping: float = 0.5  # a passage's PPR score / |entities it mentions| ** this
     # a question that asks two things ("…, and how do I …") is ranked whole and part by part, fused
@@ -378,6 +391,19 @@ def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+def _check_index(index: IndexSettings) -> None:
+    """The [index] numbers that would otherwise fail deep in the sync (or pass and chunk nonsense)."""
+    if index.embed_batch < 1:
+        raise ConfigError(f"index.embed_batch must be at least 1, got {index.embed_batch}")
+    if index.chunk_max_tokens < 1:
+        raise ConfigError(f"index.chunk_max_tokens must be at least 1, got {index.chunk_max_tokens}")
+    if not 0 <= index.chunk_min_tokens <= index.chunk_max_tokens:
+        raise ConfigError(f"index.chunk_min_tokens must be between 0 and index.chunk_max_tokens "
+                          f"({index.chunk_max_tokens}), got {index.chunk_min_tokens}")
+    if index.max_file_bytes < 1:
+        raise ConfigError(f"index.max_file_bytes must be at least 1, got {index.max_file_bytes}")
+
+
 def load_settings(
     folder: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
@@ -390,7 +416,9 @@ def load_settings(
         settings.folder = str(folder)
     files = [Path("~/.config/localrag/config.toml").expanduser(), settings.folder_path / ".localrag" / "config.toml"]
     if config_file:
-        files.append(Path(config_file))
+        if not Path(config_file).expanduser().is_file():
+            raise ConfigError(f"config file not found: {config_file}")
+        files.append(Path(config_file).expanduser())
     for path in files:
         if path.is_file():
             try:
@@ -425,6 +453,7 @@ def load_settings(
         raise ConfigError(f"answer.writer must be 'auto', 'quote' or 'model', got {settings.answer.writer!r}")
     if settings.answer.mode not in {"shape", "free"}:
         raise ConfigError(f"answer.mode must be 'shape' or 'free', got {settings.answer.mode!r}")
+    _check_index(settings.index)
     if settings.llm.concurrency < 1:
         raise ConfigError(f"llm.concurrency (--concurrency) must be at least 1, got {settings.llm.concurrency}")
     if settings.llm.retries < 0:

@@ -177,7 +177,7 @@ class NoteMeta:
     aliases: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()  # lowercased, without '#'
     properties: tuple[tuple[str, str], ...] = ()  # scalar (key, value) pairs, in file order
-    warning: str = ""  # why the front matter could not be used, if it could not
+    warning: str = ""  # what `status` warns about the indexed note: front matter it could not use, bytes not UTF-8
     lines: int = 0  # lines the front matter takes (0: none)
 
     @property

@@ -18,7 +18,8 @@ def messy(tmp_path):
     d.mkdir()
     (d / "good.md").write_text("# Good\n\nThe lighthouse keeper of Arnholm is called Petra Vance.\n")
     (d / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
-    (d / "latin1.txt").write_bytes("caf\xe9 cr\xe8me br\xfbl\xe9e".encode("latin-1"))
+    (d / "latin1.txt").write_bytes("caf\xe9 cr\xe8me br\xfbl\xe9e".encode("latin-1"))  # indexed, with U+FFFD
+    (d / "mostly-bytes.md").write_bytes(b"# N\n" + bytes(range(0x80, 0x100)) * 4)  # no NUL, hardly any text
     (d / "empty.md").write_text("")
     (d / "blank.txt").write_text("   \n\n  \n")
     (d / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\nthis is not a real pdf\n%%EOF")
@@ -35,7 +36,7 @@ def messy(tmp_path):
 
 EXPECTED = {
     "binary.md": "binary",
-    "latin1.txt": "invalid-utf8",
+    "mostly-bytes.md": "binary",
     "empty.md": "empty",
     "blank.txt": "empty",
     "broken.pdf": "pdf-error",
@@ -61,12 +62,33 @@ def test_each_bad_file_has_its_reason_and_the_rest_indexes(messy, settings_for, 
     assert any("High tide at Arnholm" in p.text for p in html)
     assert all("var x" not in p.text for p in html)
     assert idx.store.docs.get("page.html").title == "Tide table"
+    # bytes that are not UTF-8 are shown as U+FFFD, as an editor shows them, and the note is indexed with a warning
+    assert [p.text for p in idx.store.docs.passages_of("latin1.txt")] == ["caf\ufffd cr\ufffdme br\ufffdl\ufffde"]
+    warnings = dict(idx.status().warnings)
+    assert warnings["latin1.txt"] == ("not valid UTF-8: 4 undecodable byte sequences shown as U+FFFD "
+                                      "(the first: byte 0xe9 at offset 3)")
     # an unchanged bad file is not retried; a fixed one is indexed
     again = idx.sync()
     assert again.added == 0 and again.still_skipped >= len(EXPECTED) and again.accounted == again.files_seen
+    (messy / "mostly-bytes.md").write_text("# Now text\n\nThe tide mill of Arnholm grinds rye.\n")
     (messy / "latin1.txt").write_text("now valid utf-8: café crème brûlée")
     fixed = idx.sync()
-    assert fixed.added == 1 and "latin1.txt" not in {s.path for s in idx.store.docs.skipped()}
+    assert fixed.added == 1 and fixed.updated == 1 and "mostly-bytes.md" not in {s.path for s in idx.store.docs.skipped()}
+    assert "latin1.txt" not in dict(idx.status().warnings), "the warning goes with the bad bytes"
+    idx.close()
+
+
+def test_a_note_with_one_bad_byte_is_found_by_search(tmp_path, settings_for, embedder):
+    d = tmp_path / "notes"
+    d.mkdir()
+    (d / "mill.md").write_bytes(b"# Tide mill\n\nThe tide mill of Arnholm grinds rye \xff every spring tide.\n")
+    (d / "other.md").write_text("# Harbour\n\nThe harbour master keeps the gate keys.\n")
+    idx = Index(settings_for(d), embedder)
+    report = idx.sync()
+    assert report.skipped == [] and set(idx.store.docs.all()) == {"mill.md", "other.md"}
+    found = Assistant(idx, llm=object()).retrieve("Which mill grinds rye in Arnholm?", "hybrid", 2)
+    assert found.passages[0].passage.path == "mill.md" and "rye \ufffd every" in found.passages[0].passage.text
+    assert "byte 0xff at offset 49" in dict(idx.status().warnings)["mill.md"]
     idx.close()
 
 
@@ -83,7 +105,10 @@ def test_status_command_shows_reasons(messy, tmp_path):
     got = {s["path"]: s["reason"] for s in data["skipped"]}
     for path, reason in EXPECTED.items():
         assert got[path] == reason
-    assert data["documents"] >= 2
+    assert data["documents"] >= 3 and "latin1.txt" not in got
+    assert "not valid UTF-8" in dict((w["path"], w["warning"]) for w in data["warnings"])["latin1.txt"]
+    r = run("status", str(messy))  # the table names the note and its warning too
+    assert r.returncode == 0 and "latin1.txt" in r.stdout and "not valid UTF-8" in r.stdout, r.stdout
 
 
 def test_pdf_loads_text(tmp_path):

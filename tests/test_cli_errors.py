@@ -137,3 +137,88 @@ def test_an_unexpected_error_is_one_line_pointing_at_debug(small_notes, monkeypa
     code, _, err = _run(capsys, "index", str(small_notes), "--quiet")
     line = _one_error_line(err)
     assert code == 1 and "unexpected ZeroDivisionError: simulated bug" in line and "--debug" in line
+
+
+# -- issue 34 item 3: the messages that were wrong or missing -------------------------------------------
+
+def test_a_question_with_bytes_that_are_not_utf8_is_asked(small_notes, tmp_path, capsys):
+    # the shell hands `$'\xff\xfe'` over as lone surrogates (surrogateescape), which SQLite refuses
+    db = tmp_path / "index.db"
+    code, out, err = _run(capsys, "ask", "who leads \udcff\udcfe Saltreach?", "-f", str(small_notes), "--db", str(db),
+                          "--no-answer", "--json", "--where", "path:\udcff", "--session", "s\udcff")
+    assert code == 0, err
+    assert json.loads(out)["question"] == "who leads \ufffd\ufffd Saltreach?"
+
+
+def test_top_k_beyond_what_the_index_can_search_is_a_usage_error(small_notes, capsys):
+    for k in ("0", "100000000"):
+        code, _, err = _run(capsys, "ask", "Where is Saltreach?", "-f", str(small_notes), "-k", k, "--no-answer")
+        assert code == 2 and "--top-k must be between 1 and 1000, not " + k in _one_error_line(err)
+
+
+def test_a_db_path_that_is_a_folder_is_refused_and_nothing_is_created(small_notes, tmp_path, capsys):
+    notes = tmp_path / "notes"
+    shutil.copytree(small_notes, notes, ignore=shutil.ignore_patterns(".localrag"))
+    (notes / "people").mkdir()
+    before = sorted(p.relative_to(notes) for p in notes.rglob("*"))
+    for argv in (["status", str(notes)], ["index", str(notes)], ["ask", "who?", "-f", str(notes)]):
+        code, _, err = _run(capsys, *argv, "--db", str(notes / "people"))
+        assert code == 2, (argv, err)
+        assert f"the index path {notes / 'people'} is a folder" in _one_error_line(err), argv
+    assert sorted(p.relative_to(notes) for p in notes.rglob("*")) == before, "no people.sessions/, no .localrag/"
+
+
+def test_a_config_file_that_is_missing_or_a_folder_is_a_usage_error(small_notes, tmp_path, capsys):
+    code, _, err = _run(capsys, "status", str(small_notes), "--config", str(tmp_path / "missing.toml"))
+    assert code == 2 and f"config file not found: {tmp_path / 'missing.toml'}" in _one_error_line(err)
+    code, _, err = _run(capsys, "--config", str(tmp_path), "status", str(small_notes))
+    assert code == 2 and "is not a file: give a TOML file" in _one_error_line(err)
+
+
+@pytest.mark.parametrize("index_toml, message", [
+    ("embed_batch = 0", "index.embed_batch must be at least 1, got 0"),
+    ("chunk_max_tokens = -5", "index.chunk_max_tokens must be at least 1, got -5"),
+    ("chunk_min_tokens = 500\nchunk_max_tokens = 100",
+     "index.chunk_min_tokens must be between 0 and index.chunk_max_tokens (100), got 500"),
+])
+def test_index_numbers_that_cannot_work_are_refused(small_notes, tmp_path, capsys, index_toml, message):
+    config = tmp_path / "bad.toml"
+    config.write_text(f"[index]\n{index_toml}\n")
+    fresh = tmp_path / "fresh"
+    shutil.copytree(small_notes, fresh, ignore=shutil.ignore_patterns(".localrag"))
+    code, _, err = _run(capsys, "index", str(fresh), "--config", str(config), "--quiet")
+    assert code == 1 and message in _one_error_line(err)
+    assert not (fresh / ".localrag").exists(), "the settings are checked before anything is indexed"
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    import subprocess
+
+    return subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True).returncode == 0
+
+
+def test_an_index_folder_that_cannot_be_written_gets_the_documented_message(small_notes, tmp_path, capsys):
+    notes = tmp_path / "notes"
+    shutil.copytree(small_notes, notes, ignore=shutil.ignore_patterns(".localrag"))
+    code, _, err = _run(capsys, "index", str(notes), "--no-graph", "--quiet")
+    assert code == 0, err
+    state = notes / ".localrag"
+    lock = state / "index.db.lock"
+    if not _immutable(lock, True):  # root ignores file modes: chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs
+        pytest.skip("chattr +i is not available here")
+    try:
+        code, _, err = _run(capsys, "index", str(notes), "--no-graph", "--quiet")
+        line = _one_error_line(err)
+        assert code == 1 and f"cannot write the index database {state / 'index.db'}" in line, line
+        assert "make" in line and "writable" in line and "the index itself is not damaged" in line
+    finally:
+        _immutable(lock, False)
+    assert _immutable(state, True)
+    try:
+        for argv in (["index", str(notes), "--no-graph", "--quiet"], ["ask", "Where is Saltreach?", "-f", str(notes),
+                                                                     "--no-answer"]):
+            code, _, err = _run(capsys, *argv)
+            line = _one_error_line(err)
+            assert code == 1 and "cannot write the index database" in line and "not damaged" in line, (argv, line)
+    finally:
+        _immutable(state, False)

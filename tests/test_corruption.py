@@ -339,3 +339,80 @@ def test_a_live_process_is_not_taken_for_a_dead_one(tmp_path):
     assert second.session.due == "" and second.session.others_live == 1
     second.close()
     first.close()
+
+
+# -- issue 34: damage named with the repair, a passing failure not taken for damage -----------------------
+
+def test_doctor_names_the_repair_when_it_finds_damage(folder):
+    _random_bytes_in_the_middle(_db(folder))
+    r = _cli("doctor", str(folder), "--skip-model")
+    assert r.returncode == 1, r.stdout + r.stderr
+    found = " ".join(r.stdout.split())  # rich wraps the line at the terminal's width
+    assert "FAIL index database" in found and "damaged:" in found
+    assert f"run `localrag doctor {folder} --repair`" in found
+    assert "never used" not in found or found.count("never used") == 1, "free pages are counted, not listed"
+    assert "Traceback" not in r.stderr
+
+
+def test_an_error_that_names_no_cause_is_checked_before_it_is_reported(folder, embedder, bundled_model):
+    """sqlite-vec's "vectors blob read error" says nothing of damage: quick_check decides what the user is told."""
+    from localrag.store.connection import driver
+
+    unexplained = driver().OperationalError("vectors blob read error for 1")
+    idx = Index(_settings(folder, bundled_model), embedder)
+    assert idx.diagnosed(unexplained) is unexplained, "a healthy file: the error is shown as it is"
+    idx.close()
+    _random_bytes_in_the_middle(_db(folder))
+    idx = Index(_settings(folder, bundled_model), embedder)
+    try:
+        found = idx.diagnosed(unexplained)
+    finally:
+        idx.close()
+    assert isinstance(found, StoreError)
+    assert "is damaged (quick_check:" in str(found) and "reading it failed (vectors blob read error for 1)" in str(found)
+    assert "run `localrag doctor --repair`" in str(found)
+    r = _cli("ask", "Which river runs through Orlinsford?", "-f", str(folder), "--no-answer", "--no-sync",
+             "--strategy", "dense")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert "damaged" in lines[0] and "localrag doctor --repair" in lines[0], lines[0]
+
+
+def test_a_deleted_wal_is_reported_as_passing_not_as_damage(folder):
+    """Another program deletes index.db-wal while a localrag process has the index open: the next
+    command is told to run again, not to repair; nothing was damaged."""
+    db = _db(folder)
+    holder = connect(db)
+    holder.execute("CREATE TABLE IF NOT EXISTS held(x)")
+    holder.execute("INSERT INTO held VALUES (1)")
+    holder.commit()
+    wal = Path(str(db) + "-wal")
+    assert wal.exists()
+    wal.unlink()
+    try:
+        for argv in (["ask", "Which river runs through Orlinsford?", "-f", str(folder), "--no-answer", "--no-sync",
+                      "--strategy", "lexical"], ["status", str(folder)]):
+            r = _cli(*argv)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 1 and len(lines) == 1, (argv, r.stderr)
+            assert "could not be read just now" in lines[0] and "run the command again" in lines[0], lines[0]
+            assert "damaged" not in lines[0] and "--repair" not in lines[0], lines[0]
+    finally:
+        holder.close()
+    assert check_database(db) == "ok"
+    r = _cli("ask", "Which river runs through Orlinsford?", "-f", str(folder), "--no-answer", "--no-sync",
+             "--strategy", "lexical")
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_check_lines_are_summed_up_in_one():
+    from localrag.store.health import summarise_problems
+
+    assert summarise_problems(["ok"]) == "ok"
+    rows = ["*** in database main ***\nTree 23 page 23 cell 0: invalid page number 3173954128"] + [
+        f"Page {n}: never used" for n in range(285, 298)]
+    assert summarise_problems(rows) == ("damaged: Tree 23 page 23 cell 0: invalid page number 3173954128; "
+                                        "13 pages never used (page 285-297)")
+    many = [f"row {n} missing from index i{n}" for n in range(5)]
+    assert summarise_problems(many) == "damaged: row 0 missing from index i0; row 1 missing from index i1; " \
+                                       "row 2 missing from index i2; and 2 more"

@@ -76,6 +76,7 @@ def test_mcp_server_over_stdio_with_the_sdk_client(indexed_notes, bundled_model)
             out["missing"] = await client.call_tool("ask", {})
             out["bad_filter"] = await client.call_tool("search", {"query": "x", "filters": ["colour:red"]})
             out["unknown"] = await client.call_tool("delete_everything", {})
+            out["nul"] = await client.call_tool("open", {"path": "projects/lanternfish.md\x00.txt"})
             out["after"] = _data(await client.call_tool("status", {}))  # the server survived all of it
         return out
 
@@ -112,6 +113,7 @@ def test_mcp_server_over_stdio_with_the_sdk_client(indexed_notes, bundled_model)
     assert got["missing"].is_error and "question" in _text(got["missing"])
     assert got["bad_filter"].is_error and "cannot read the filter" in _text(got["bad_filter"])
     assert got["unknown"].is_error and "Unknown tool" in _text(got["unknown"])
+    assert got["nul"].is_error and "the path holds a NUL byte, which no file name can" in _text(got["nul"])
     assert got["after"]["documents"] == got["status"]["documents"]
 
 
@@ -126,3 +128,82 @@ def test_mcp_refuses_a_folder_that_is_not_indexed(tmp_path, bundled_model):
                        env={**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")})
     assert r.returncode == 1 and "not indexed yet" in r.stderr and "Traceback" not in r.stderr
     assert not (folder / ".localrag").exists()  # read-only: nothing written
+
+
+class RawClient:
+    """JSON-RPC lines written to the server as bytes, as a client the SDK could not be (it refuses to
+    send a lone surrogate); each reply read with a deadline, so a dropped request fails instead of hanging."""
+
+    def __init__(self, params: StdioServerParameters) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen([params.command, *params.args], env=params.env, cwd=params.cwd,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout_s: float = 120) -> dict:
+        import select
+
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        assert ready, f"no reply within {timeout_s} s"
+        return json.loads(self.proc.stdout.readline())
+
+    def call(self, request_id: int | str, tool: str, arguments: str) -> bytes:
+        return (f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"method":"tools/call",'
+                f'"params":{{"name":"{tool}","arguments":{arguments}}}}}').encode()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(60)
+
+
+def test_mcp_answers_every_request_bad_bytes_included(indexed_notes, bundled_model):
+    client = RawClient(_server(indexed_notes, bundled_model))
+    try:
+        client.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).encode())
+        assert client.reply(300)["id"] == 1
+        client.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        replies: dict[str, dict] = {}
+        lines = {
+            "surrogate": client.call(2, "open", '{"path":"a\\udcffb.md"}'),  # a JSON escape of half a pair
+            "nul": client.call(3, "open", '{"path":"people/\\u0000x.md"}'),
+            # bytes that are not UTF-8
+            "bytes": client.call(4, "search", '{"query":"lanternfish @@ project","k":1}').replace(b"@@", b"\xff\xfe"),
+            "pair": client.call(5, "search", '{"query":"lanternfish \\ud83d\\ude00","k":1}'),  # one character
+            "not_json": b'{"jsonrpc":"2.0","id":6,"method"',
+            "not_rpc": b'{"jsonrpc":"2.0","id":7,"method":5}',
+            "reused_id": client.call(2, "open", '{"path":"projects/lanternfish.md","lines":"1"}'),
+        }
+        for name, line in lines.items():
+            client.send(line)
+            replies[name] = client.reply()
+        client.send(b"")  # a blank line is no request: nothing owed, the next one is still answered
+        client.send(client.call(8, "status", "{}"))
+        replies["after"] = client.reply()
+    finally:
+        client.close()
+
+    def error_text(reply: dict) -> str:
+        result = reply["result"]
+        assert result["isError"], reply
+        return result["content"][0]["text"]
+
+    assert replies["surrogate"]["id"] == 2 and "lone surrogate" in error_text(replies["surrogate"])
+    assert replies["nul"]["id"] == 3 and "holds a NUL byte" in error_text(replies["nul"])
+    for name in ("bytes", "pair"):
+        found = json.loads(replies[name]["result"]["content"][0]["text"])
+        assert found["passages"][0]["path"] == "projects/lanternfish.md", name
+    assert json.loads(replies["bytes"]["result"]["content"][0]["text"])["query"] == "lanternfish \ufffd\ufffd project"
+    assert replies["not_json"]["id"] is None and replies["not_json"]["error"]["code"] == -32700
+    assert "not JSON" in replies["not_json"]["error"]["message"]
+    assert replies["not_rpc"]["id"] == 7 and replies["not_rpc"]["error"]["code"] == -32600
+    assert "method" in replies["not_rpc"]["error"]["message"]
+    assert replies["reused_id"]["id"] == 2 and not replies["reused_id"]["result"].get("isError")
+    assert replies["after"]["id"] == 8 and json.loads(replies["after"]["result"]["content"][0]["text"])["documents"] > 0

@@ -137,7 +137,7 @@ def test_malformed_front_matter_indexes_the_note_and_warns(built):
     assert passages[0].title == "Broken"  # the YAML title could not be read: the heading stands
     warnings = dict(built.status().warnings)
     assert "not valid YAML" in warnings["broken.md"]
-    assert built.status().extra["front_matter_warnings"] == 1
+    assert built.status().extra["note_warnings"] == 1
 
 
 def test_status_command_shows_the_warning(built, vault):

@@ -8,9 +8,12 @@ import sys
 
 from rich.markup import escape
 
-from localrag.commands.common import UsageError, UserError, check_strategy, console, err_console, settings_from
+from localrag.commands.common import (UsageError, UserError, check_strategy, console, err_console, readable_text,
+                                      settings_from)
 from localrag.commands.sessions import add_session_options, open_conversation
 from localrag.commands.trace_view import print_trace
+
+MAX_TOP_K = 1000  # passages a question may ask for (sqlite-vec's KNN takes at most 4,096, widened 4x by filters)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -45,13 +48,14 @@ def run(args: argparse.Namespace) -> int:
     # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
     from localrag.retrieve.filters import FilterError, parse_where
 
+    args.question = readable_text(args.question)
     if not args.question.strip():
         raise UsageError("the question is empty: ask `localrag ask \"your question\"`")
     check_strategy(args.strategy)
-    if args.top_k is not None and args.top_k < 1:
-        raise UsageError(f"--top-k must be at least 1, not {args.top_k}")
+    if args.top_k is not None and not 1 <= args.top_k <= MAX_TOP_K:
+        raise UsageError(f"--top-k must be between 1 and {MAX_TOP_K}, not {args.top_k}")
     try:
-        where = parse_where(args.where)
+        where = parse_where([readable_text(w) for w in args.where or []])
     except FilterError as exc:
         raise UsageError(str(exc)) from exc
     extra = {"memory.enabled": False} if args.no_memory else {}
@@ -79,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
             mode="free" if getattr(args, "free", False) else None,
             on_event=printer,
         )
+    except Exception as exc:
+        found = index.diagnosed(exc)
+        if found is exc:
+            raise
+        raise found from exc
     finally:
         index.close()
     if args.json:

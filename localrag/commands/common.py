@@ -59,6 +59,19 @@ def check_strategy(name: str | None) -> None:
         raise UsageError(f"unknown strategy {name!r}; choose one of: auto, {', '.join(names)}")
 
 
+def check_model_name(value: str) -> None:
+    """``--model NAME`` that no model store lists is a usage error, found before any work (a path is checked on load)."""
+    # loaded on use: the model stores' walk stays out of `localrag --help`
+    from localrag.llm.discovery import UnknownModel, by_name, is_path
+
+    if is_path(value):
+        return
+    try:
+        by_name(value)
+    except UnknownModel as exc:
+        raise UsageError(str(exc)) from exc
+
+
 def settings_from(args: argparse.Namespace, folder: str | None = None, *, check: bool = True, **extra: Any) -> Settings:
     """Settings for ``folder`` (checked to be an existing directory unless ``check`` is False)."""
     overrides: dict[str, Any] = {
@@ -70,11 +83,33 @@ def settings_from(args: argparse.Namespace, folder: str | None = None, *, check:
         "llm.index_model": getattr(args, "index_model", None),
     }
     overrides.update(extra)
+    if getattr(args, "model", None):
+        check_model_name(args.model)
     folder = folder if folder is not None else getattr(args, "folder", None) or "."
     if check:
         check_folder(folder)
-    return load_settings(folder, overrides, config_file=getattr(args, "config", None))
+    config = getattr(args, "config", None)
+    if config and not Path(config).expanduser().is_file():
+        raise UsageError(f"config file not found: {config}" if not Path(config).expanduser().exists()
+                         else f"--config {config} is not a file: give a TOML file")
+    settings = load_settings(folder, overrides, config_file=config)
+    check_db_path(settings.db_path)
+    return settings
 
+
+def check_db_path(db: Path) -> None:
+    """An index path that is a folder is a usage error, found before anything is created beside it."""
+    if db.is_dir():
+        raise UsageError(f"the index path {db} is a folder: give the index file (e.g. --db {db / 'index.db'})")
+
+
+def readable_text(text: str) -> str:
+    """Text from the command line as valid Unicode: bytes that are not UTF-8 (Python hands them over
+    as lone surrogates, which SQLite and the JSON output refuse) become U+FFFD, as an editor shows them."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that no byte gave (\ud800-\udbff)
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 def indexed_settings(args: argparse.Namespace, folder: str) -> Settings:

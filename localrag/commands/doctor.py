@@ -68,12 +68,33 @@ def _model(settings) -> list[Check]:
     return out
 
 
+def _backend(settings) -> Check:
+    """The llama.cpp build's backend (CPU / CUDA / Metal / Vulkan …) and the layers the model gets on the GPU."""
+    # each check loads what it checks, so one that cannot import is reported, not fatal
+    from localrag.llm.base import LLMError
+    from localrag.llm.discovery import discover
+    from localrag.llm.gguf_info import read_gguf_info
+    from localrag.llm.gpu import llama_backend, plan_offload
+
+    backend = llama_backend()
+    try:
+        choice = discover(settings.llm.model)
+        info = read_gguf_info(choice.path)
+        plan = plan_offload(settings.llm.gpu_layers, backend, info, choice.path.stat().st_size, settings.llm.n_ctx)
+        layers = f"{choice.name}: {plan.describe()}"
+    except LLMError as exc:
+        layers = f"layers to offload unknown ({exc})"
+    return Check("llama.cpp backend", not backend.error, f"{backend.describe()}; {layers}")
+
+
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args, args.folder)
     if args.repair:
         return _repair(settings)
     checks: list[Check] = []
     steps = [("sqlite", lambda: [_sqlite()]), ("embedder", lambda: [_embedder()])]
+    if not settings.llm.url:
+        steps.append(("backend", lambda: [_backend(settings)]))
     if not args.skip_model and not settings.llm.url:
         steps.append(("model", lambda: _model(settings)))
     if settings.llm.url:
@@ -89,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
             from localrag.store.repair import check_database
 
             result = check_database(settings.db_path)
-            return [Check("index database", result == "ok", f"{settings.db_path}: {result}")]
+            hint = "" if not result.startswith("damaged") else (f"; run `localrag doctor {settings.folder_path} --repair` to rebuild it "
+                                             "from your notes (cached model extractions are kept)")
+            return [Check("index database", result == "ok", f"{settings.db_path}: {result}{hint}")]
         steps.append(("db", db))
     for name, fn in steps:
         try:

@@ -11,7 +11,7 @@ Serve a notes folder's index to other assistants (editors, desktop chat apps, ag
 Model Context Protocol, on stdin/stdout. Tools:
   search  query, k, strategy, filters -> ranked passages with path:lines, scores and text
   ask     question, strategy, filters -> answer, citations, evidence passages, cost
-  status  what is indexed, skipped files, front-matter warnings
+  status  what is indexed, skipped files, warnings (front matter it could not use, bytes not UTF-8)
   open    path, lines -> the text of an indexed note (only notes inside the folder)
 Filters: tag:NAME, path:FOLDER/, -path:FOLDER/. Progress of long calls is sent as MCP progress
 notifications. Read-only by default: the index must exist (`localrag index FOLDER`) and nothing

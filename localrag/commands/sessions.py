@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from localrag.commands.common import UserError, console, err_console, indexed_settings
+from localrag.commands.common import UserError, console, err_console, indexed_settings, readable_text
 
 if TYPE_CHECKING:
     from localrag.api import Index
@@ -28,6 +28,7 @@ def add_session_options(p: argparse.ArgumentParser) -> None:
 def open_conversation(args: argparse.Namespace, index: "Index", announce: bool = True) -> "Conversation | None":
     """The conversation the flags name, or None for a single question; prints "searched for: …" when asked."""
     name = getattr(args, "session", None)
+    name = readable_text(name) if name is not None else None
     last = getattr(args, "continue_session", False)
     if not name and not last:
         return None

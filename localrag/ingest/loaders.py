@@ -10,7 +10,7 @@ import logging
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,7 +24,7 @@ TEXT_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst"
 TOO_LARGE = "too-large"
 EMPTY = "empty"
 BINARY = "binary"
-BAD_ENCODING = "invalid-utf8"
+BAD_ENCODING = "invalid-utf16"  # a BOM-marked UTF-16 file that does not decode (bad UTF-8 is shown as U+FFFD)
 UNREADABLE = "unreadable"
 PDF_ERROR = "pdf-error"
 UNSUPPORTED = "unsupported"
@@ -48,6 +48,7 @@ class LoadedText:
     # line_map[i] = 1-based source line of text line i; None = identity
     line_map: tuple[int, ...] | None = None
     meta: NoteMeta | None = None  # a Markdown note's front matter (title, aliases, tags, properties)
+    warning: str = ""  # a problem the note is indexed despite (bytes that were not UTF-8)
 
     def source_line(self, text_line: int) -> int:
         """1-based source line of 1-based text line."""
@@ -101,21 +102,47 @@ def read_bytes(path: Path, max_bytes: int, *, follow_symlinks: bool = True) -> b
     return data
 
 
-def decode_text(data: bytes) -> str:
-    """UTF-8 (optionally with BOM) or BOM-marked UTF-16; anything else is skipped with the offset."""
+MAX_BAD_SHARE = 0.3  # more of the characters than this undecodable: not a text file (random bytes give ~0.5)
+_REPLACEMENT = "\ufffd"
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    warning: str = ""  # bytes that were not UTF-8 and became U+FFFD (the note is indexed)
+
+
+def decode_text(data: bytes) -> Decoded:
+    """UTF-8 (optionally with BOM) or BOM-marked UTF-16. A few bytes that are not UTF-8 become U+FFFD,
+    as an editor shows them, with a warning; a file mostly made of them is skipped as binary."""
     if data.startswith(codecs.BOM_UTF16_LE) or data.startswith(codecs.BOM_UTF16_BE):
         try:
-            return data.decode("utf-16")
+            return Decoded(_newlines(data.decode("utf-16")))
         except UnicodeDecodeError as exc:
             raise SkipFile(BAD_ENCODING, f"invalid UTF-16 at byte {exc.start}") from exc
     if b"\x00" in data[:8192]:
         raise SkipFile(BINARY, "contains NUL bytes (looks like a binary file)")
     try:
-        text = data.decode("utf-8-sig")
+        decoded = Decoded(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        raise SkipFile(BAD_ENCODING, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from exc
-    if "\x00" in text:
+        decoded = _replaced(data, exc)
+    if "\x00" in decoded.text:
         raise SkipFile(BINARY, "contains NUL characters")
+    return Decoded(_newlines(decoded.text), decoded.warning)
+
+
+def _replaced(data: bytes, first: UnicodeDecodeError) -> Decoded:
+    """``data`` decoded with U+FFFD for each undecodable sequence; SkipFile when they are most of it."""
+    text = data.decode("utf-8-sig", errors="replace")
+    bad = text.count(_REPLACEMENT) - data.count(_REPLACEMENT.encode("utf-8"))
+    if bad > MAX_BAD_SHARE * max(1, len(text)):
+        raise SkipFile(BINARY, f"{bad:,} of {len(text):,} characters are not UTF-8 (looks like a binary file)")
+    where = f"byte 0x{data[first.start]:02x} at offset {first.start}"
+    plural = "s" if bad != 1 else ""
+    return Decoded(text, f"not valid UTF-8: {bad:,} undecodable byte sequence{plural} shown as U+FFFD (the first: {where})")
+
+
+def _newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -143,17 +170,19 @@ def load_data(path: Path, data: bytes) -> LoadedText:
     if kind == "pdf":
         loaded = _load_pdf(data)
     elif kind == "html":
-        loaded = _load_html(decode_text(data))
+        decoded = decode_text(data)
+        loaded = replace(_load_html(decoded.text), warning=decoded.warning)
     else:
-        text = decode_text(data)
+        decoded = decode_text(data)
+        text = decoded.text
         meta = parse_front_matter(text) if kind == "markdown" else None
         skip = meta.lines if meta is not None else 0
         title = _first_heading(text, kind, skip)  # a front-matter title is an alias (kg/vault.py)
-        loaded = LoadedText(text=text, kind=kind, title=title, meta=meta)
+        loaded = LoadedText(text=text, kind=kind, title=title, meta=meta, warning=decoded.warning)
     if not loaded.text.strip():
         raise SkipFile(EMPTY, "no text in the file")
     title = loaded.title or path.stem.replace("-", " ").replace("_", " ").strip()
-    return LoadedText(loaded.text, loaded.kind, title, loaded.line_map, loaded.meta)
+    return replace(loaded, title=title)
 
 
 class _HTMLText(html.parser.HTMLParser):

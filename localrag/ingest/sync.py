@@ -230,7 +230,15 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
         chunks[0] = replace(chunks[0], note_context=loaded.meta.description)
     mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line)) for c in chunks]
     tags = tuple(inline_tags(loaded.text)) if loaded.kind == "markdown" else ()
-    return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, loaded.meta, tags)
+    return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, _note_meta(loaded), tags)
+
+
+def _note_meta(loaded: LoadedText) -> NoteMeta | None:
+    """The front matter, carrying the loader's warning too (``status`` lists both; the note is indexed)."""
+    if not loaded.warning:
+        return loaded.meta
+    meta = loaded.meta or NoteMeta()
+    return replace(meta, warning="; ".join(w for w in (meta.warning, loaded.warning) if w))
 
 
 def _load(f: FoundFile, settings: IndexSettings) -> tuple[str, LoadedText]:

@@ -3,6 +3,10 @@
 
 Tool work runs on a worker thread (embedding, SQLite and llama.cpp all block), so the event
 loop keeps answering and sends MCP progress notifications while a long call runs.
+
+Every request gets a reply (``transport.py``: a line the SDK cannot parse, a lone surrogate); a
+tool call whose text held a lone surrogate is refused with a clear error, and any other failure
+of a tool is a one-line error text (``describe_error``, as on the command line).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from localrag import __version__
+from localrag.commands.common import describe_error
 from localrag.mcp_server.tools import NotesTools, ToolRefused
+from localrag.mcp_server.transport import BAD_TEXT, serve_lines, stdin_lines
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +36,11 @@ INSTRUCTIONS = (
 )
 
 
-async def _run(ctx: Context | None, work: Callable[..., dict], *args: Any) -> dict:
+async def _run(ctx: Context | None, work: Callable[..., dict], *args: Any, tainted: set[str] | None = None) -> dict:
     """``work(*args, progress)`` on a worker thread; its progress goes out as MCP notifications."""
+    if ctx is not None and tainted and str(ctx.request_id) in tainted:
+        tainted.discard(str(ctx.request_id))  # a client may use the id again once this is answered
+        raise ToolError(BAD_TEXT)
 
     def progress(done: float, total: float, message: str) -> None:
         if ctx is None:
@@ -45,9 +54,13 @@ async def _run(ctx: Context | None, work: Callable[..., dict], *args: Any) -> di
         return await anyio.to_thread.run_sync(lambda: work(*args, progress))
     except ToolRefused as exc:
         raise ToolError(str(exc)) from exc
+    except Exception as exc:  # the calling assistant gets the reason, the server log the traceback
+        logger.debug("tool call failed", exc_info=True)
+        raise ToolError(describe_error(exc)[1]) from exc
 
 
-def build_server(tools: NotesTools) -> MCPServer:
+def build_server(tools: NotesTools, tainted: set[str] | None = None) -> MCPServer:
+    """The four tools; ``tainted``: ids of requests whose text held a lone surrogate (refused)."""
     server = MCPServer(name="localrag", title="localrag notes", version=__version__, instructions=INSTRUCTIONS)
 
     @server.tool(description="Ranked passages of the notes for a query, each with its path:lines location, "
@@ -60,7 +73,7 @@ def build_server(tools: NotesTools) -> MCPServer:
         ctx: Context | None = None,
     ) -> dict:
         return await _run(ctx, lambda q, kk, s, f, progress: tools.search(q, kk, s, f, progress),
-                          query, k, strategy, list(filters))
+                          query, k, strategy, list(filters), tainted=tainted)
 
     @server.tool(description="An answer from the notes by the local model, with numbered citations "
                  "(path:lines), the evidence passages and the cost (LLM calls, tokens, seconds).")
@@ -71,12 +84,12 @@ def build_server(tools: NotesTools) -> MCPServer:
         ctx: Context | None = None,
     ) -> dict:
         return await _run(ctx, lambda q, s, f, progress: tools.ask(q, s, f, None, progress),
-                          question, strategy, list(filters))
+                          question, strategy, list(filters), tainted=tainted)
 
     @server.tool(description="What is indexed: documents, passages, graph size, tags and aliases, skipped "
-                 "files and front-matter warnings.")
+                 "files and warnings (front matter it could not use, bytes that are not UTF-8).")
     async def status(ctx: Context | None = None) -> dict:
-        return await _run(ctx, lambda progress: tools.status())
+        return await _run(ctx, lambda progress: tools.status(), tainted=tainted)
 
     @server.tool(name="open", description="The text of an indexed note, or of a line range of it (e.g. lines "
                  "'12-20', as in a citation's path:lines). Only notes inside the folder can be opened.")
@@ -85,7 +98,7 @@ def build_server(tools: NotesTools) -> MCPServer:
         lines: Annotated[str, Field(description="'START-END' or 'LINE'; empty for the start of the note")] = "",
         ctx: Context | None = None,
     ) -> dict:
-        return await _run(ctx, lambda p, ln, progress: tools.open(p, ln), path, lines)
+        return await _run(ctx, lambda p, ln, progress: tools.open(p, ln), path, lines, tainted=tainted)
 
     return server
 
@@ -94,6 +107,15 @@ def serve(tools: NotesTools) -> None:
     """Sync first unless read-only, then serve on stdin/stdout until the client closes it."""
     tools.sync()
     try:
-        build_server(tools).run("stdio")
+        anyio.run(_serve_stdio, tools)
     finally:
         tools.close()
+
+
+async def _serve_stdio(tools: NotesTools) -> None:
+    lines = stdin_lines()
+    server = build_server(tools, lines.tainted)
+    try:
+        await serve_lines(server._lowlevel_server, lines)  # what MCPServer.run_stdio_async runs (mcp 2.x)
+    finally:
+        lines.close()

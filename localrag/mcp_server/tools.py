@@ -180,11 +180,14 @@ class NotesTools:
         raw = path.strip()
         if not raw:
             raise ToolRefused("the path is empty")
+        if "\x00" in raw:
+            raise ToolRefused("the path holds a NUL byte, which no file name can: give a note's path as search "
+                              "returns it (e.g. projects/lanternfish.md)")
         candidate = Path(raw)
-        if candidate.is_absolute():
-            resolved = candidate.resolve()
-        else:
-            resolved = (self.folder / candidate).resolve()
+        try:
+            resolved = candidate.resolve() if candidate.is_absolute() else (self.folder / candidate).resolve()
+        except (OSError, ValueError) as exc:
+            raise ToolRefused(f"{raw!r} cannot be a path of this folder: {exc}") from exc
         if not resolved.is_relative_to(self.folder) or resolved == self.folder:
             raise ToolRefused(f"{raw} is outside the notes folder {self.folder}: only its notes can be opened")
         rel = PurePosixPath(resolved.relative_to(self.folder).as_posix())

@@ -133,7 +133,9 @@ def connect(path: str | Path, *, readonly: bool = False) -> Any:
     except mod.DatabaseError as exc:
         conn.close()
         if _is_not_writable(exc):
-            raise StoreError(_not_writable_message(target, exc)) from exc
+            raise StoreError(not_writable_message(target, exc)) from exc
+        if is_transient_io(exc):
+            raise StoreError(transient_io_message(exc)) from exc
         raise StoreError(
             f"{target} is not a usable localrag index ({exc}); "
             "run `localrag doctor --repair` to rebuild it from your documents"
@@ -146,12 +148,25 @@ def _is_not_writable(exc: BaseException) -> bool:
     return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
-def _not_writable_message(target: str, exc: BaseException) -> str:
+def not_writable_message(target: str, exc: BaseException) -> str:
     return (f"cannot write the index database {target} ({exc}); make {Path(target).parent} writable for this user "
             "(the index itself is not damaged)")
 
 
-_DAMAGED = ("malformed", "not a database", "disk i/o error", "database corrupt", "file is encrypted")
+_DAMAGED = ("malformed", "not a database", "database corrupt", "file is encrypted")
+
+
+def is_transient_io(exc: BaseException) -> bool:
+    """SQLite's "disk I/O error": met when another program removed or changed the index's files (its
+    -wal) while a localrag process had it open; the file itself is not damaged (a truncated or
+    overwritten file reads as "malformed")."""
+    return _DRIVER is not None and isinstance(exc, _DRIVER.DatabaseError) and "disk i/o error" in str(exc).lower()
+
+
+def transient_io_message(exc: BaseException) -> str:
+    return (f"the index database could not be read just now ({exc}): this passes; it happens when another "
+            "program removes or changes the index's files (index.db-wal) while localrag has it open; run the "
+            "command again once other localrag processes have finished (if it persists, run `localrag doctor`)")
 
 
 def database_error_message(exc: BaseException) -> str | None:
@@ -164,10 +179,25 @@ def database_error_message(exc: BaseException) -> str | None:
                 "so far is kept, and the next run continues from there")
     if _is_not_writable(exc):
         return f"the index database cannot be written ({text}); check the permissions of its folder"
-    if any(word in text.lower() for word in _DAMAGED):
+    if is_transient_io(exc):
+        return transient_io_message(exc)
+    if _names_damage(text):
         return (f"the index database is damaged ({text}); run `localrag doctor --repair` to rebuild it "
                 "from your documents (cached model extractions are kept)")
     return f"the index database could not be used ({text}); if this persists, run `localrag doctor`"
+
+
+def _names_damage(text: str) -> bool:
+    return any(word in text.lower() for word in _DAMAGED)
+
+
+def is_unexplained(exc: BaseException) -> bool:
+    """An SQLite error whose text names no cause (e.g. sqlite-vec's "vectors blob read error"): only a
+    check of the file tells damage from a passing failure."""
+    if _DRIVER is None or not isinstance(exc, _DRIVER.DatabaseError):
+        return False
+    text = str(exc)
+    return not ("full" in text.lower() or _is_not_writable(exc) or is_transient_io(exc) or _names_damage(text))
 
 
 def is_database_failure(exc: BaseException) -> bool:

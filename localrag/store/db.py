@@ -10,16 +10,20 @@ from typing import Any, Iterator
 
 from localrag.store.cache import LLMCache
 from localrag.store.calls import CallLog
-from localrag.store.connection import APP_ID, StoreError, connect, driver, retry_busy
+from localrag.store.connection import (APP_ID, StoreError, connect, driver, is_transient_io, retry_busy,
+                                      transient_io_message)
 from localrag.store.documents import Documents
 from localrag.store.graph import Graph
-from localrag.store.health import HealthCheck, Session
+from localrag.store.health import HealthCheck, Session, summarise_problems
 from localrag.store.lexical import LexicalIndex
 from localrag.store.memory import EdgeMemory
 from localrag.store.schema import MIGRATIONS
 from localrag.store.sessions import Sessions
 from localrag.store.vault import VaultTables
 from localrag.store.vectors import PassageVectors
+
+TRANSIENT_TRIES = 3  # a quick_check that meets a disk I/O error is tried this often, this far apart
+TRANSIENT_PAUSE_S = 0.5
 
 
 class Store:
@@ -155,12 +159,18 @@ class Store:
         return str(self.one("PRAGMA integrity_check")[0])
 
     def quick_check(self) -> str:
-        """'ok' or what is wrong: SQLite's quick_check (every page and record, not index-vs-table agreement)."""
-        try:
-            rows = self.query("PRAGMA quick_check(20)")
-        except driver().DatabaseError as exc:
-            return str(exc)
-        return "; ".join(str(r[0]) for r in rows)
+        """'ok' or what is wrong: SQLite's quick_check (every page and record, not index-vs-table agreement).
+        A disk I/O error is tried again, then raised as passing: it is not damage (see is_transient_io)."""
+        failed: BaseException | None = None
+        for _ in range(TRANSIENT_TRIES):
+            try:
+                return summarise_problems(str(r[0]) for r in self.query("PRAGMA quick_check(20)"))
+            except driver().DatabaseError as exc:
+                if not is_transient_io(exc):
+                    return str(exc)
+                failed = exc
+                time.sleep(TRANSIENT_PAUSE_S)
+        raise StoreError(transient_io_message(failed)) from failed
 
     def check_if_due(self, force: bool = False) -> HealthCheck:
         """Run quick_check when there is a reason to (see ``store/health.py``) or when ``force``d."""
@@ -180,6 +190,8 @@ class Store:
             app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except mod.DatabaseError as exc:
+            if is_transient_io(exc):
+                raise StoreError(transient_io_message(exc)) from exc
             raise StoreError(
                 f"{self.path} is damaged or not an SQLite database ({exc}); "
                 "run `localrag doctor --repair` to rebuild the index from your documents"

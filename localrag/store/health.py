@@ -20,14 +20,17 @@ import errno
 import fcntl
 import json
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from localrag.store.connection import StoreError
 
 CHECK_INTERVAL_S = 24 * 3600
+DAMAGED = "damaged: "  # how a summary of SQLite's check lines starts when they name a problem
 CLOCK_SLACK_S = 60  # a recorded check this far in the future means the clock went back
 
 
@@ -49,7 +52,7 @@ class HealthCheck:
 
     def raise_if_damaged(self, db_path: Path) -> None:
         if not self.ok:
-            found = self.result.replace("*** in database main ***", "").strip()
+            found = self.result.removeprefix(DAMAGED)
             found = found if len(found) <= 160 else found[:157] + "..."
             raise StoreError(f"the index database {db_path} is damaged (quick_check: {found}; checked "
                              f"because {self.due}); run `localrag doctor --repair` to rebuild it from your documents "
@@ -59,6 +62,25 @@ class HealthCheck:
         if not self.ran:
             return "not due"
         return f"{self.result} ({self.seconds:.2f} s; checked because {self.due})"
+
+
+_NEVER_USED = re.compile(r"^Page (\d+): never used$")
+
+
+def summarise_problems(rows: Iterable[str]) -> str:
+    """quick_check's or integrity_check's rows as one line: 'ok', or "damaged: " and the problems, the
+    'Page N: never used' lines (free pages a damaged tree no longer reaches) counted instead of listed."""
+    lines = [line.strip() for row in rows for line in row.splitlines()]
+    lines = [line for line in lines if line and line != "*** in database main ***"]
+    if not lines or lines == ["ok"]:
+        return "ok"
+    unused = [int(m.group(1)) for m in map(_NEVER_USED.match, lines) if m]
+    rest = [line for line in lines if not _NEVER_USED.match(line)]
+    if unused:
+        span = f"{min(unused)}-{max(unused)}" if len(unused) > 1 else str(unused[0])
+        rest.append(f"{len(unused)} page{'s' if len(unused) > 1 else ''} never used (page {span})")
+    shown = rest[:3] + ([f"and {len(rest) - 3} more"] if len(rest) > 3 else [])
+    return DAMAGED + "; ".join(shown)
 
 
 def _sessions_dir(db_path: Path) -> Path:

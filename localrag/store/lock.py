@@ -14,6 +14,10 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from localrag.store.connection import StoreError, not_writable_message
+
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
 
 class LockBusy(RuntimeError):
     """Another process is indexing this folder."""
@@ -25,8 +29,7 @@ def writer_lock(db_path: Path, *, wait_s: float = 0.0) -> Iterator[None]:
         yield
         return
     lock_path = Path(str(db_path) + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(lock_path, db_path)
     try:
         deadline = time.monotonic() + wait_s
         while True:
@@ -48,6 +51,17 @@ def writer_lock(db_path: Path, *, wait_s: float = 0.0) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _open_lock(lock_path: Path, db_path: Path) -> int:
+    """The lock file's descriptor; a folder that cannot be written is the documented one-line error."""
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno in _NOT_WRITABLE:
+            raise StoreError(not_writable_message(str(db_path), exc)) from exc
+        raise
 
 
 def _read_holder(lock_path: Path) -> str:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from localrag.store.connection import StoreError, connect, driver
+from localrag.store.connection import StoreError, connect, driver, is_transient_io, transient_io_message
+from localrag.store.health import summarise_problems
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
@@ -132,16 +133,17 @@ def salvage_extractions(old_db: Path, store: "Store") -> int:
 
 
 def check_database(db_path: Path) -> str:
-    """'ok', or what is wrong, without changing the file."""
+    """'ok', or what is wrong, without changing the file ("damaged: …" when the file itself is)."""
     mod = driver()
     try:
         conn = connect(db_path, readonly=True)
     except Exception as exc:
         return str(exc)
     try:
-        rows = conn.execute("PRAGMA integrity_check(20)").fetchall()
-        return "; ".join(str(r[0]) for r in rows)
+        rows = conn.execute("PRAGMA integrity_check(100)").fetchall()
+        return summarise_problems(str(r[0]) for r in rows)
     except mod.DatabaseError as exc:
-        return f"{exc}"
+        return transient_io_message(exc) if is_transient_io(exc) else f"damaged: {exc}"
     finally:
         conn.close()
+

@@ -115,7 +115,7 @@ class VaultTables:
         return [r[0] for r in self.s.query("SELECT tag FROM note_tags WHERE doc_id = ? ORDER BY tag", (doc_id,))]
 
     def warnings(self) -> list[tuple[str, str]]:
-        """(path, warning) of notes whose front matter could not be used."""
+        """(path, warning) of indexed notes with a problem: front matter that could not be used, bytes not UTF-8."""
         if not self.available():
             return []
         return [(p, w) for p, w in self.s.query(
@@ -128,7 +128,7 @@ class VaultTables:
         row = self.s.one(
             "SELECT (SELECT COUNT(*) FROM note_names WHERE kind = 'alias'), (SELECT COUNT(DISTINCT tag) FROM note_tags), "
             "(SELECT COUNT(*) FROM note_tags), (SELECT COUNT(*) FROM note_meta WHERE warning <> '')")
-        return {"aliases": int(row[0]), "tags": int(row[1]), "tagged_notes": int(row[2]), "front_matter_warnings": int(row[3])}
+        return {"aliases": int(row[0]), "tags": int(row[1]), "tagged_notes": int(row[2]), "note_warnings": int(row[3])}
 
     def notes_with_aliases(self) -> int:
         return int(self.s.one("SELECT COUNT(DISTINCT doc_id) FROM note_names WHERE kind = 'alias'")[0])
