@@ -12,7 +12,7 @@ import sys
 
 from localrag import __version__
 
-COMMAND_MODULES = ["index", "ask", "sessions", "status", "doctor", "bench", "watch", "graph", "memory", "feedback", "mcp", "tui"]
+COMMAND_MODULES = ["index", "ask", "sessions", "status", "models", "doctor", "bench", "watch", "graph", "memory", "feedback", "mcp", "tui"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -32,7 +32,8 @@ def common_parser(*, for_command: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS if for_command else None)
     p.add_argument("--db", help="index database (default: FOLDER/.localrag/index.db)")
     p.add_argument("--config", help="extra TOML config file")
-    p.add_argument("--model", help="GGUF model file (default: largest *.gguf in models/, else the bundled SmolLM2)")
+    p.add_argument("--model", help="GGUF model file, or a name `localrag models` lists (qwen2.5:14b); default: the "
+                   "largest *.gguf in models/, else the bundled SmolLM2")
     p.add_argument("--llm-url", help="OpenAI-compatible server base URL (llama.cpp server, vLLM, Ollama)")
     p.add_argument("--llm-model", help="model name on the server given by --llm-url")
     p.add_argument("--concurrency", type=int, help="requests in flight for graph extraction with a served model")

@@ -58,7 +58,7 @@ def resolve_extractor(settings: Settings, given_llm: bool = False) -> tuple[str,
         return "rules", "auto: no model found"
     if choice.source == "bundled":
         return "rules", "auto: the bundled SmolLM2 is too small for useful triples"
-    return "llm+rules", f"auto: {choice.path.name}"
+    return "llm+rules", f"auto: {choice.name}"
 
 
 @dataclass
@@ -105,7 +105,7 @@ class GraphBuilder:
         """The extraction cache's model key, known without loading a local model."""
         if not self._model_key:
             if self._llm is None and not self.settings.llm.url:
-                self._model_key = discover(self.settings.llm.index_model or self.settings.llm.model).path.stem
+                self._model_key = discover(self.settings.llm.index_model or self.settings.llm.model).name
             else:
                 self._model_key = self.llm().model_id
         return self._model_key

@@ -14,12 +14,15 @@ import numpy as np
 from localrag.config import LLMSettings
 from localrag.llm.base import BuiltLLM, LLMError, Message, Reply, Scored, TokenSink, Usage
 from localrag.llm.discovery import check_gguf, discover
+from localrag.llm.gguf_info import quiet_stderr
+from localrag.llm.gpu import offload_for
 from localrag.llm.grammar import choice_grammar
-from localrag.llm.model_info import gguf_size, quiet_stderr
+from localrag.llm.model_info import gguf_size
 
 
 class LlamaCppLLM:
-    def __init__(self, path: Path, settings: LLMSettings):
+    def __init__(self, path: Path, settings: LLMSettings, name: str = ""):
+        """``name``: how the model is shown and keyed (Ollama's name for one of its blobs), else the file's stem."""
         check_gguf(path)
         try:
             # heavy native library: loaded when a model is, so a no-model command never pays for it
@@ -27,15 +30,16 @@ class LlamaCppLLM:
         except ImportError as exc:
             raise LLMError(f"llama-cpp-python is not installed ({exc}); run `make install`") from exc
         self.path = path
-        self.model_id = path.stem
+        self.model_id = name or path.stem
         self.settings = settings
         self._lock = threading.Lock()
         threads = settings.n_threads or (os.cpu_count() or 2)
+        self.offload = offload_for(path, settings.gpu_layers, settings.n_ctx)
         try:
             with quiet_stderr():
                 self._llm = Llama(
                     model_path=str(path), n_ctx=settings.n_ctx, n_threads=threads, n_threads_batch=threads,
-                    n_gpu_layers=settings.n_gpu_layers, seed=settings.seed, verbose=False, flash_attn=True,
+                    n_gpu_layers=self.offload.gpu_layers, seed=settings.seed, verbose=False, flash_attn=True,
                 )
         except (ValueError, RuntimeError, OSError) as exc:
             raise LLMError(
@@ -44,7 +48,7 @@ class LlamaCppLLM:
             ) from exc
 
     def model_size(self):
-        return gguf_size(self.path)
+        return gguf_size(self.path, self.model_id)
 
     def _choice_grammar(self, choices: tuple[str, ...]):
         """llama.cpp grammar admitting exactly one of ``choices`` (parsing is cached for a repeat)."""
@@ -190,4 +194,4 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 def backend(settings: LLMSettings, model: str) -> BuiltLLM:
     """The "llamacpp" entry of the backend registry: ``model`` (or llm.model, or discovery) in process."""
     choice = discover(model or settings.model)
-    return BuiltLLM(LlamaCppLLM(choice.path, settings), f"{choice.source}: {choice.path}")
+    return BuiltLLM(LlamaCppLLM(choice.path, settings, choice.name), f"{choice.source}: {choice.path}")

@@ -1,23 +1,19 @@
-"""How large the answering model is, from its GGUF metadata, without loading its weights.
+"""How large the answering model is, from its GGUF header, without loading its weights.
 
-llama.cpp loads a model ``vocab_only`` in 0.1–0.3 s (the tensors are not read) and still
-reports the parameter count and the ``general.size_label`` the file declares. `auto`
+``gguf_info`` reads the parameter count and the ``general.size_label`` the file declares. `auto`
 (``Assistant.resolve``) decides by this count; a served model has no file here, so its
 size is ``llm.params`` when the user states it, else unknown.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from localrag.config import LLMSettings
 from localrag.llm.base import LLMError
 from localrag.llm.discovery import discover
+from localrag.llm.gguf_info import UnreadableGGUF, format_params, read_gguf_info
 
 
 @dataclass(frozen=True)
@@ -32,65 +28,14 @@ class ModelSize:
         return self.params > 0
 
 
-def format_params(n: int) -> str:
-    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
-
-
-_CACHE: dict[tuple[str, int, int], ModelSize] = {}
-_LOCK = threading.Lock()
-
-
-def gguf_size(path: Path) -> ModelSize:
-    """Parameter count and size label of a GGUF file (cached by path, size and mtime)."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    with _LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-    size = _read_gguf(path)
-    with _LOCK:
-        _CACHE[key] = size
-    return size
-
-
-@contextlib.contextmanager
-def quiet_stderr():
-    """llama.cpp writes model-load chatter straight to fd 2; keep the terminal clean."""
+def gguf_size(path: Path, name: str = "") -> ModelSize:
+    """Parameter count and size label of a GGUF file, from its header (``name``: how it is shown)."""
+    shown = name or path.stem
     try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(fd, 2)
-        os.close(fd)
-        os.close(devnull)
-
-
-def _read_gguf(path: Path) -> ModelSize:
-    try:
-        # heavy native library: only reading a GGUF's metadata needs it
-        import llama_cpp
-    except ImportError:
-        return ModelSize(0, "", path.stem, "unknown: llama-cpp-python is not installed")
-    params = llama_cpp.llama_model_default_params()
-    params.vocab_only = True
-    with quiet_stderr():
-        model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
-    if not model:
-        return ModelSize(0, "", path.stem, "unknown: llama.cpp could not read the file's metadata")
-    try:
-        n = int(llama_cpp.llama_model_n_params(model))
-        buf = ctypes.create_string_buffer(64)
-        got = llama_cpp.llama_model_meta_val_str(model, b"general.size_label", buf, len(buf))
-        label = buf.value.decode("utf-8", "replace") if got > 0 else ""
-    finally:
-        llama_cpp.llama_model_free(model)
-    return ModelSize(n, label or format_params(n), path.stem, "GGUF metadata")
+        info = read_gguf_info(path)
+    except UnreadableGGUF as exc:
+        return ModelSize(0, "", shown, f"unknown: llama.cpp could not read the file's metadata ({exc})")
+    return ModelSize(info.params, info.size_label, shown, "GGUF metadata")
 
 
 def is_served(settings: LLMSettings) -> bool:
@@ -110,4 +55,4 @@ def model_size(settings: LLMSettings) -> ModelSize:
         choice = discover(settings.model)
     except LLMError as exc:
         return ModelSize(0, "", "no model", f"unknown: {exc}")
-    return gguf_size(choice.path)
+    return gguf_size(choice.path, choice.name)
