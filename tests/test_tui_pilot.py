@@ -239,12 +239,12 @@ def test_model_switch_from_the_palette_rebuilds_the_assistant(tui_app) -> None:
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await wait_indexed(pilot)
-            options = available_models()
+            options = available_models(app.settings.llm)
             assert options, "the bundled model should be found"
             app.switch_model(options[-1])
             await wait_until(pilot, lambda: app.models.ready, 10, "the new model")
             assert len(made) == 2 and app.models.assistant is made[-1]
-            assert app.settings.llm.model == str(options[-1].path)
+            assert app.settings.llm.model == options[-1].spec
             assert app.models.state == "loaded"
             block = await ask(pilot, "How high is Mount Skelda?")
             assert block.answer.calls and made[-1].llm().inner.phases == ["answer"]
@@ -447,3 +447,53 @@ def test_short_answer_shows_steps_evidence_and_its_sentence(tui_app) -> None:
             assert "s " in str(block.query_one(".steps").render())
 
     asyncio.run(run())
+
+
+def test_the_model_list_shows_the_columns_and_switches(tui_app, tmp_path: Path, monkeypatch, bundled_model) -> None:
+    from textual.widgets import DataTable
+
+    from localrag.llm.gpu import llama_backend
+    from localrag.tui.model_list import ModelsScreen
+
+    home = tmp_path / "home"
+    folder = home / ".lmstudio" / "models" / "lmstudio-community" / "SmolLM2-GGUF"
+    folder.mkdir(parents=True)
+    (folder / "SmolLM2-135M-Instruct-Q4_1.gguf").symlink_to(bundled_model)
+    (folder / "broken-Q4_0.gguf").write_bytes(b"GGUF" + b"\xff" * 40)
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("OLLAMA_MODELS", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    made: list[Assistant] = []
+
+    def factory(index):
+        made.append(Assistant(index, llm=StreamingScriptedLLM()))
+        return made[-1]
+
+    app = tui_app(assistant_factory=factory)
+
+    async def scenario() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_indexed(pilot)
+            expected = "CPU" if not llama_backend().gpus else llama_backend().name
+            await wait_until(pilot, lambda: app.models.offload_shown.startswith(expected), 10, "the offload")
+            assert app.sub_title.endswith(app.models.offload_shown)
+            app.action_models()
+            await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen) and app.screen.found is not None,
+                             20, "the model list")
+            screen = app.screen
+            table = screen.query_one(DataTable)
+            rows = {str(table.get_row_at(i)[1]): [str(c) for c in table.get_row_at(i)] for i in range(table.row_count)}
+            name = "lmstudio-community/SmolLM2-GGUF/SmolLM2-135M-Instruct-Q4_1"
+            assert rows[name][2:] == ["LM Studio", "98 MB", "135M", "Q4_1", "8,192", "yes", "graph"]
+            assert rows["lmstudio-community/SmolLM2-GGUF/broken-Q4_0"][4].startswith("unreadable")
+            broken = [i for i in range(table.row_count) if "broken" in str(table.get_row_at(i)[1])][0]
+            table.move_cursor(row=broken)
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, ModelsScreen)  # an unreadable model is not switched to
+            table.move_cursor(row=[i for i in range(table.row_count) if str(table.get_row_at(i)[1]) == name][0])
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.models.ready and len(made) == 2, 10, "the switched model")
+            assert app.settings.llm.model == str(folder / "SmolLM2-135M-Instruct-Q4_1.gguf")
+
+    run(scenario())

@@ -26,9 +26,11 @@ from localrag.retrieve import strategy_names
 from localrag.tui.asking import ChatColumn, CitationChosen
 from localrag.tui.help import HelpScreen
 from localrag.tui.indexing import IndexingChanged, IndexingRows
-from localrag.tui.messages import AnswerFinished, ModelState
+from localrag.llm.model_stores import FoundModel
+from localrag.tui.messages import AnswerFinished, ModelOffload, ModelState
 from localrag.tui.model_control import ModelControl
-from localrag.tui.models import ModelOption, available_models
+from localrag.tui.model_list import ModelsScreen
+from localrag.tui.models import available_models
 from localrag.tui.panels import CostPanel, SkippedPanel, StatusPanel
 from localrag.tui.pathtree import PathTree
 from localrag.tui.presentation import Presentation
@@ -113,7 +115,8 @@ class LocalRagApp(App[None]):
 
     def _update_titles(self) -> None:
         folder = self.presentation.folder(self.index.folder)
-        self.sub_title = f"{folder} · strategy {self.strategy}{self.last_ran} · model {self.models.name_shown}"
+        offload = f" · {self.models.offload_shown}" if self.models.offload_shown else ""
+        self.sub_title = f"{folder} · strategy {self.strategy}{self.last_ran} · model {self.models.name_shown}{offload}"
 
     def _refresh_status_panel(self) -> None:
         status = self.indexing.last_status
@@ -133,6 +136,9 @@ class LocalRagApp(App[None]):
         self._update_titles()
         self._refresh_status_panel()
 
+    def on_model_offload(self, msg: ModelOffload) -> None:
+        self._update_titles()
+
     def on_answer_finished(self, msg: AnswerFinished) -> None:
         answer = msg.answer
         self.last_ran = "" if answer.strategy == self.strategy else f" → {answer.strategy}"
@@ -146,9 +152,15 @@ class LocalRagApp(App[None]):
         self.query_one(SourcePanel).show(msg.citation)
         self.query_one(TabbedContent).active = "source"
 
-    def switch_model(self, option: ModelOption) -> None:
+    def switch_model(self, option: FoundModel | None) -> None:
+        if option is None:
+            return
         self.models.switch(option, answering=self.chat.answering)
         self._update_titles()
+
+    def action_models(self) -> None:
+        """The model list: every model found, with its header's figures; Enter switches."""
+        self.push_screen(ModelsScreen(self.settings), self.switch_model)
 
     # -- strategy ----------------------------------------------------------------------
     def strategies(self) -> list[str]:
@@ -201,7 +213,10 @@ class LocalRagApp(App[None]):
             mark = " (current)" if name == self.strategy else ""
             yield SystemCommand(f"Strategy: {name}{mark}", f"answer with the {name} retrieval strategy",
                                 partial(self.set_strategy, name))
-        for option in available_models(self.settings.llm.model if self.settings.llm.model else ""):
+        yield SystemCommand("Models: list and switch", "every GGUF model found (models/, Hugging Face cache, LM "
+                            "Studio, Ollama) with size, parameters, quantisation, context, chat template",
+                            self.action_models)
+        for option in available_models(self.settings.llm):
             yield SystemCommand(f"Model: {option.name} ({option.source})",
                                 f"switch the answering model to {option.path} ({option.size_bytes / 1e6:.0f} MB)",
                                 partial(self.switch_model, option))

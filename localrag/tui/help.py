@@ -48,8 +48,10 @@ are picked up within a second. Files that cannot be indexed are listed under
 **Strategies**: `auto` picks `graph` (PPR + dense + lexical, no model) unless the model has
 at least 3B parameters and the graph is built, then `neuropath` starting from it; `dense`
 (embeddings), `lexical` (BM25), `hybrid` (both), and the graph strategies when they are
-installed. **Models**: GGUF files in `models/` and the bundled SmolLM2; switching loads
-the new model in the background.
+installed. **Models** (Ctrl+P, *Models: list and switch*): every GGUF file found — `models/`,
+the bundled SmolLM2, the Hugging Face cache, LM Studio, Ollama — with its size, parameters,
+quantisation, context and chat template; switching loads the new model in the background.
+The header shows where its layers run: `CPU`, or the GPU backend and the layers offloaded.
 """
 
 

@@ -66,3 +66,11 @@ class ModelState(Message):
         super().__init__()
         self.state = state
         self.detail = detail
+
+
+class ModelOffload(Message):
+    """Where the model's layers will go ("CPU", "CUDA 29/29 layers"), known once llama.cpp's backend was read."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text

@@ -1,47 +1,20 @@
-"""The GGUF models a user can switch to: files in models/ and the bundled SmolLM2."""
+"""The models a user can switch to (every GGUF `localrag models` lists), the model and offload shown in the header."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from pathlib import Path
 
 from localrag.config import LLMSettings
 from localrag.ingest.watcher import Interrupted
 from localrag.llm.base import LLMError
-from localrag.llm.discovery import bundled_model, discover, model_dirs
+from localrag.llm.catalog import configured_paths
+from localrag.llm.discovery import discover
+from localrag.llm.gpu import llama_backend, offload_for
+from localrag.llm.model_info import is_served
+from localrag.llm.model_stores import FoundModel, find_models
 
 
-@dataclass(frozen=True)
-class ModelOption:
-    path: Path
-    source: str  # "models/" | "bundled" | "config"
-    size_bytes: int
-
-    @property
-    def name(self) -> str:
-        return self.path.stem
-
-
-def available_models(configured: str = "") -> list[ModelOption]:
-    seen: set[Path] = set()
-    out: list[ModelOption] = []
-
-    def add(path: Path, source: str) -> None:
-        real = path.resolve()
-        if real in seen or not path.is_file():
-            return
-        seen.add(real)
-        out.append(ModelOption(path, source, path.stat().st_size))
-
-    if configured:
-        add(Path(configured).expanduser(), "config")
-    for d in model_dirs():
-        for p in sorted(d.glob("*.gguf")):
-            add(p, "models/")
-    bundled = bundled_model()
-    if bundled is not None:
-        add(bundled, "bundled")
-    return out
+def available_models(settings: LLMSettings) -> list[FoundModel]:
+    """The models found, usable ones only (no header read: the palette lists them at once)."""
+    return [m for m in find_models(configured_paths(settings)) if not m.problem]
 
 
 def model_label(settings: LLMSettings) -> str:
@@ -52,7 +25,31 @@ def model_label(settings: LLMSettings) -> str:
         choice = discover(settings.model)
     except LLMError as exc:
         return f"none ({exc})"
-    return f"{choice.path.stem} ({choice.source})"
+    return f"{choice.name} ({choice.source})"
+
+
+def offload_label(settings: LLMSettings, loaded: object | None = None) -> str:
+    """Where the model's layers go, for the header: "CPU", or "CUDA 29/29 layers" (``loaded``: the
+    loaded backend, when one is; a backend without an offload plan, such as a given model, shows nothing)."""
+    if loaded is not None:
+        plan = getattr(loaded, "offload", None)
+    elif is_served(settings):
+        return ""
+    else:
+        try:
+            plan = offload_for(discover(settings.model).path, settings.gpu_layers, settings.n_ctx)
+        except LLMError:
+            return ""
+    if plan is None:
+        return ""
+    backend = llama_backend()
+    if not backend.gpus:
+        return "CPU"
+    if plan.gpu_layers == 0:
+        return f"CPU ({backend.name} unused: llm.gpu_layers = 0)"
+    if plan.total:
+        return f"{backend.name} {plan.offloaded}/{plan.total} layers"
+    return f"{backend.name} {'all' if plan.gpu_layers < 0 else plan.gpu_layers} layers"
 
 
 class SharedModel:
@@ -74,7 +71,7 @@ class SharedModel:
             return self._loaded.model_id
         if self._settings.url:
             return self._settings.url_model or "server"
-        return discover(self._settings.model).path.stem
+        return discover(self._settings.model).name
 
     def chat(self, messages, **kwargs):
         if self._loaded is None:
