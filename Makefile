@@ -7,11 +7,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 # The default -march=native build enables AMX on some CPUs and dies with SIGILL
-# (upstream llama.cpp bug). Override for CUDA/Metal: make LLAMA_CMAKE_ARGS="-DGGML_CUDA=on"
+# (upstream llama.cpp bug). Override for CUDA/Metal/Vulkan: make LLAMA_CMAKE_ARGS="-DGGML_CUDA=on"
+# (-DGGML_METAL=on, -DGGML_VULKAN=on); an existing .venv: make rebuild-llama LLAMA_CMAKE_ARGS=...
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 NOTES  ?= examples/notes
 
-.PHONY: install run test soak bench-smoke screenshots clean
+.PHONY: install rebuild-llama run test soak bench-smoke screenshots clean
 
 $(VENV)/.stamp-venv:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,13 @@ $(VENV)/.stamp-test: $(VENV)/.stamp-app pyproject.toml
 	touch $@
 
 install: $(VENV)/.stamp-app
+
+# pip keeps the installed build and its cached wheel whatever CMAKE_ARGS say: both go first
+rebuild-llama:
+	-$(PIP) uninstall -y llama-cpp-python
+	-$(PIP) cache remove llama_cpp_python
+	rm -f $(VENV)/.stamp-llama
+	$(MAKE) install
 
 run: install
 	$(VENV)/bin/localrag $(NOTES)

@@ -458,4 +458,7 @@ def load_settings(
         raise ConfigError(f"llm.concurrency (--concurrency) must be at least 1, got {settings.llm.concurrency}")
     if settings.llm.retries < 0:
         raise ConfigError(f"llm.retries must be 0 or more, got {settings.llm.retries}")
+    if settings.llm.gpu_layers < -1:
+        raise ConfigError(f"llm.gpu_layers must be -1 (every layer that fits), 0 (CPU only) or a number of "
+                          f"layers, got {settings.llm.gpu_layers}")
     return settings

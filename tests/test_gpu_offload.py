@@ -93,3 +93,10 @@ def test_the_setting_reads_from_config(tmp_path: Path, layers: int):
     (tmp_path / ".localrag").mkdir()
     (tmp_path / ".localrag" / "config.toml").write_text(f"[llm]\ngpu_layers = {layers}\n", encoding="utf-8")
     assert load_settings(tmp_path, env={}).llm.gpu_layers == layers
+
+
+def test_a_negative_layer_count_other_than_auto_is_refused(tmp_path: Path):
+    from localrag.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError, match="llm.gpu_layers must be -1"):
+        load_settings(tmp_path, {"llm.gpu_layers": -2}, env={})

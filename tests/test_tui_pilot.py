@@ -225,15 +225,21 @@ def test_strategy_switch_by_key_and_palette(tui_app) -> None:
     run(scenario())
 
 
-def test_model_switch_from_the_palette_rebuilds_the_assistant(tui_app) -> None:
-    from localrag.tui.models import available_models
-
+def assistants_made():
+    """(the Assistants built so far, an assistant factory on the scripted model that records them)."""
     made: list[Assistant] = []
 
     def factory(index):
         made.append(Assistant(index, llm=StreamingScriptedLLM()))
         return made[-1]
 
+    return made, factory
+
+
+def test_model_switch_from_the_palette_rebuilds_the_assistant(tui_app) -> None:
+    from localrag.tui.models import available_models
+
+    made, factory = assistants_made()
     app = tui_app(assistant_factory=factory)
 
     async def scenario() -> None:
@@ -463,12 +469,7 @@ def test_the_model_list_shows_the_columns_and_switches(tui_app, tmp_path: Path, 
     monkeypatch.setenv("HOME", str(home))
     for name in ("OLLAMA_MODELS", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
-    made: list[Assistant] = []
-
-    def factory(index):
-        made.append(Assistant(index, llm=StreamingScriptedLLM()))
-        return made[-1]
-
+    made, factory = assistants_made()
     app = tui_app(assistant_factory=factory)
 
     async def scenario() -> None:

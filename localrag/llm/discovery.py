@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localrag.llm.base import LLMError
-from localrag.llm.gguf_info import GGUF_MAGIC
+from localrag.llm.gguf_info import GGUF_MAGIC, file_magic
 from localrag.llm.model_stores import FoundModel, bundled_model, cache_models_dir, find_models, lookup, model_dirs
 
 __all__ = ["ModelChoice", "UnknownModel", "bundled_model", "check_gguf", "discover", "model_dirs"]
@@ -83,8 +83,7 @@ def check_gguf(path: Path) -> None:
     if not path.is_file():
         raise LLMError(f"model path is not a file: {path}")
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
+        magic = file_magic(path)
     except OSError as exc:
         raise LLMError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
     if magic != GGUF_MAGIC:

@@ -70,10 +70,15 @@ def read_gguf_info(path: Path) -> GGUFInfo:
     return cached
 
 
+def file_magic(path: Path) -> bytes:
+    """The first four bytes (b"GGUF" for a GGUF file); an OSError is the caller's to word."""
+    with path.open("rb") as fh:
+        return fh.read(4)
+
+
 def _read(path: Path) -> GGUFInfo:
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
+        magic = file_magic(path)
     except OSError as exc:
         raise UnreadableGGUF(f"cannot read {path}: {exc.strerror or exc}") from exc
     if magic != GGUF_MAGIC:
