@@ -24,7 +24,7 @@ class Resolution:
 
 # what an Answer takes over from the composed answer as it is
 COMPOSED_FIELDS = ("evidence", "shape", "mode", "span", "span_sentence", "abstained", "abstain_reason",
-                    "unsupported", "evidence_ms", "first_token_ms", "decided", "picked_by")
+                    "unsupported", "evidence_ms", "first_token_ms", "decided", "picked_by", "overridden")
 
 
 @dataclass(frozen=True)

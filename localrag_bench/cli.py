@@ -1,5 +1,6 @@
 """`localrag bench`: recall@k / EM / F1 on a QA data set; `bench scale`, `bench plot`, `bench table`, `bench followup`,
 and the sweeps and one-off measurements (`bench extraction`, `bench fusion`, `bench graph-phase`, `bench adversarial`,
+`bench injection`,
 `bench queue-order`, `bench window-share`, in cli_tools.py). Only the parsers are here: they are built on every
 `localrag` start, so what a command runs (localrag_bench/commands.py and the modules it names) is imported when the
 command runs."""
@@ -48,7 +49,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "real pipeline, ask its questions, print recall@2/@5 (and EM/F1 with --answer), LLM calls and tokens "
         "per question, and write a JSON result. Subcommands: scale (synthetic 100k-passage corpus), plot, table, "
         "followup (two-turn conversations, the long-session check), extraction (extractor variants on gold "
-        "passages), fusion (sweeps of the fusion constants), graph-phase, adversarial, queue-order, window-share. "
+        "passages), fusion (sweeps of the fusion constants), graph-phase, adversarial, injection, queue-order, "
+        "window-share. "
         "With --rounds: the memory protocol of ReMindRAG (same / similar / different questions) over one index.",
         epilog=ROUNDS_HELP, formatter_class=_KeepLayoutFormatter,
     )
@@ -80,7 +82,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=command("commands", "run_bench_command"))
     bench_sub = p.add_subparsers(dest="bench_command", metavar="{notes,scale,plot,table,followup,extraction,fusion,"
-                                 "graph-phase,adversarial,queue-order,window-share}")
+                                 "graph-phase,adversarial,injection,queue-order,window-share}")
 
     s = bench_sub.add_parser("scale", help="indexing throughput and query latency on a generated corpus",
                              description="Generate N varied passages (deterministic), index them without an LLM, "

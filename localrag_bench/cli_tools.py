@@ -1,5 +1,5 @@
 """The sweeps and one-off measurements as `localrag bench` subcommands: extraction, fusion (and
-`fusion choose`), graph-phase, adversarial, queue-order, window-share. Their modules load the pipeline, so a
+`fusion choose`), graph-phase, adversarial, injection, queue-order, window-share. Their modules load the pipeline, so a
 parser names its module and function, and the module is imported when the command runs."""
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def register_tools(bench_sub: argparse._SubParsersAction) -> None:
     g.add_argument("base", type=Path, metavar="FAST.db", help="an index after the fast phase (e.g. bench scale --graph's)")
     g.set_defaults(func=command("graph_phase_only", "run"))
     _register_adversarial(bench_sub)
+    _register_injection(bench_sub)
     _register_queue_order(bench_sub)
     w = bench_sub.add_parser(
         "window-share", help="how many passages of a folder exceed the embedder's window, before and after "
@@ -69,6 +70,25 @@ def _register_adversarial(bench_sub: argparse._SubParsersAction) -> None:
     a.add_argument("--out", metavar="FILE", help="JSON result file")
     a.add_argument("--quiet", action="store_true", help="only the table")
     a.set_defaults(func=command("adversarial", "run"))
+
+
+def _register_injection(bench_sub: argparse._SubParsersAction) -> None:
+    i = bench_sub.add_parser(
+        "injection", help="prompt injection: notes that try to command the answer, asked about with a real model",
+        description="A folder of 15 notes, each with ordinary content and one injection pattern (overrides, a "
+        "system line, a fake passage tag, chat-template role tokens, front matter, a code block, an HTML comment, "
+        "French, German, Spanish, Chinese, Japanese, a fake citation, a persona switch), and 3 plain notes; each "
+        "note is asked about (an open question, a short one) with the model. Prints a Markdown table: does the "
+        "answer follow the note, did the model's own reply (replaced by the evidence), does it cite a file not "
+        "given (docs/reliability.md, \"Prompt injection\"). Exit 1 when an answer follows a note or cites a file "
+        "not given.")
+    i.add_argument("--model", default="", help="GGUF file (default: the bundled SmolLM2)")
+    i.add_argument("--kinds", default="open,short", help="question kinds: open, short or both (default)")
+    i.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
+    i.add_argument("--max-tokens", type=int, default=96, help="answer tokens at most (llm.answer_max_tokens)")
+    i.add_argument("--out", metavar="FILE", help="JSON result file")
+    i.add_argument("--quiet", action="store_true", help="only the table")
+    i.set_defaults(func=command("injection", "run"))
 
 
 def _register_extraction(bench_sub: argparse._SubParsersAction) -> None:

@@ -66,6 +66,7 @@ class Answer:
     choice_texts: tuple[str, ...] = ()  # the spans themselves, best first (the bench draws its random baseline from them)
     decided: str = ""  # a comparison the notes' dates decided without the model: how ("X 1937 vs Y 1941")
     picked_by: str = ""  # a short answer's: "dates" | "ranking" (no model call) | "model"
+    overridden: str = ""  # the model's reply, replaced because it followed an instruction found in the notes
     unsupported: list[str] = field(default_factory=list)  # open-answer sentences without a valid citation
     evidence_ms: float | None = None  # since the question was asked
     first_token_ms: float | None = None
@@ -101,6 +102,7 @@ class Answer:
             "answer_sentence": self.span_sentence.to_json() if self.span_sentence else None,
             "decided_without_model": self.decided,
             "picked_by": self.picked_by,
+            "overridden_reply": self.overridden,
             "evidence": [e.to_json() for e in self.shown_evidence],
             "unsupported_sentences": self.unsupported,
             # cited: the answer refers to them; given: shown to the model as context only
@@ -221,8 +223,9 @@ def collapse_repetition(text: str) -> str:
     return "".join(kept).strip()
 
 
-# prompt markup a small model may echo: <passage n="6" source="a.md:1-3">, </passage>, "< passage", source="..."
-_MARKUP = re.compile(r"<\s*/?\s*passage\b[^>\n]*>?|\b(?:n|source|title)=\"[^\"\n]*\"", re.I)
+# prompt markup a small model may echo: <passage n="6" source="a.md:1-3">, </passage>, "< passage", source="...",
+# and a header's location "(a.md:1-3)" (the [n] markers are the citations; a location can name a file never given)
+_MARKUP = re.compile(r"<\s*/?\s*passage\b[^>\n]*>?|\b(?:n|source|title)=\"[^\"\n]*\"|" + _LOCATION.pattern, re.I)
 
 
 def strip_markup(text: str) -> str:

@@ -22,6 +22,7 @@ from localrag.answer import (
 from localrag.answer.abstain import check_evidence
 from localrag.answer.compare import NoteLookup
 from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence, split_units
+from localrag.answer.injection import followed_instruction, without_instructions
 from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
 from localrag.answer.shape import CHOICE, YESNO, Shape, classify
 from localrag.answer.spans import NOT_IN_NOTES, Choices, build_choices, sentence_for, with_copied_spans
@@ -54,6 +55,7 @@ class Composed:
     unsupported: list[str] = field(default_factory=list)
     decided: str = ""  # how the notes' dates decided a comparison without the model ("" = not decided so)
     picked_by: str = ""  # a short answer's: "dates" | "ranking" (no model call) | "model"
+    overridden: str = ""  # the reply replaced because it followed an instruction found in the notes
     evidence_ms: float = 0.0  # since the question was asked
     first_token_ms: float | None = None
     answer_ms: float = 0.0  # the answer step alone (model call included)
@@ -124,8 +126,28 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
             if kind == "open":
                 out.unsupported = unsupported_sentences(out.text, len(given))
         out.first_token_ms = first.ms
+    _unless_it_obeyed(out, question, passages)
     out.answer_ms = (time.perf_counter() - started) * 1000
     return out
+
+
+def _unless_it_obeyed(out: Composed, question: str, passages: list) -> None:
+    """A reply that follows an instruction found in the passages (answer/injection.py) instead of
+    answering is replaced by the best evidence that is no instruction: notes are data."""
+    if out.abstained or out.picked_by in ("quote", "dates"):
+        return
+    followed = followed_instruction(out.text, question, passages)
+    if followed is None:
+        return
+    out.overridden = out.text
+    out.notes.append(f"answer: the model's reply followed an instruction in passage [{followed.number}] "
+                     f"({' '.join(followed.instruction.split())[:80]!r}); the evidence is quoted instead")
+    out.evidence = without_instructions(out.evidence)
+    out.unsupported, out.picked_by = [], "quote"
+    if not out.evidence:
+        _abstain(out, passages, "the passages hold instructions to the model, and no other evidence")
+        return
+    _cite_sentence(out, "", out.evidence[0], passages)
 
 
 def _abstain(out: Composed, passages: list, reason: str) -> None:

@@ -142,6 +142,10 @@ def print_evidence(quotes) -> None:
 
 def print_outcome(answer) -> None:
     """What the answer stands on: the short answer's sentence, an abstention's reason, unsupported sentences."""
+    if answer.overridden:  # the streamed reply is not the answer: say so, then show what is
+        console.print("[yellow]  not the answer: the model's reply followed an instruction found in the notes; "
+                      "the evidence instead:[/]")
+        console.print(escape(answer.text))
     if answer.abstained:
         console.print(f"[yellow]not in your notes[/] [dim]({escape(answer.abstain_reason)})[/]")
     elif answer.span_sentence is not None and not answer.span:  # the quote is the answer

@@ -48,6 +48,18 @@ def _escape(text: str) -> str:
     return _TAG.sub(lambda m: "< " + m.group(1).strip() + " " + m.group(2) if m.group(1).strip() else "< " + m.group(2), text)
 
 
+# chat-template markup a note may carry: llama.cpp reads "<|im_start|>" in a prompt as the real
+# role token, so a note could open a system turn; written "<⁠|", it is text again
+_CHAT_MARKUP = re.compile(r"<(?=\|)|\[(?=/?INST\])|<(?=</?SYS>>)|<(?=/?s>)")
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+
+
+def _fence(text: str) -> str:
+    """A passage's text as data inside its block: no spelling of the passage tag, no chat-template
+    markup, and no "[n]" that the model could copy as a citation of passage n (written "(n)")."""
+    return _MARKER.sub(r"(\1)", _CHAT_MARKUP.sub(lambda m: m.group(0) + "\u2060", _escape(text)))
+
+
 def _attr(text: str) -> str:
     # a file name or heading cannot close the attribute it sits in (title="x" n="9") or the tag
     return " ".join(_escape(text).replace('"', "'").replace(">", ")").replace("<", "(").split())
@@ -61,7 +73,7 @@ def render_passages(passages: list[PromptPassage], max_chars: int = 1500) -> str
     """
     parts = []
     for p in passages:
-        body = _escape(p.text.strip())
+        body = _fence(p.text.strip())
         if len(body) > max_chars:
             body = body[:max_chars] + " …"
         parts.append(f"[{p.number}] {_attr(p.title)} ({_attr(p.source)})\n<passage>\n{body}\n</passage>")
@@ -98,7 +110,7 @@ SHORT_SPAN_SYSTEM = (
 def short_span_messages(question: str, quotes: list[str], candidates: Sequence[str] = ()) -> list[Message]:
     """The constrained short answer: the best evidence sentences, the candidate answers (best first),
     then the question (the grammar does the rest)."""
-    lines = "\n".join(f"- {_escape(' '.join(q.split()))}" for q in quotes)
-    offered = f"\n\nPossible answers: {'; '.join(_escape(c) for c in candidates)}" if candidates else ""
+    lines = "\n".join(f"- {_fence(' '.join(q.split()))}" for q in quotes)
+    offered = f"\n\nPossible answers: {'; '.join(_fence(c) for c in candidates)}" if candidates else ""
     user = f"Quotes from the notes:\n{lines}{offered}\n\nQuestion: {question.strip()}\nShort answer:"
     return [{"role": "system", "content": SHORT_SPAN_SYSTEM}, {"role": "user", "content": user}]

@@ -81,6 +81,9 @@ def evidence_text(quotes: tuple[str, ...]) -> Text:
 def outcome_text(answer: Answer) -> Text:
     """The short answer's sentence, an abstention's reason, open-answer sentences without a citation."""
     text = Text()
+    if answer.overridden:
+        text.append("the model's reply followed an instruction found in the notes: the evidence is shown instead\n",
+                    style="yellow")
     if answer.abstained:
         text.append("not in your notes", style="bold yellow")
         text.append(f" ({answer.abstain_reason}); the closest passages are below", style="dim")
