@@ -1,6 +1,7 @@
 """Settings: defaults < TOML file < environment (LOCALRAG_*) < CLI flags.
 
-Every threshold of ALGORITHMS.md is a named field here with the paper's default.
+Every threshold of the two papers is a named field here; docs/algorithms.md gives the papers'
+values beside these defaults.
 TOML files are read from ``~/.config/localrag/config.toml`` and then
 ``<folder>/.localrag/config.toml``; a section name matches a dataclass field below
 (``[index]``, ``[llm]``, ``[neuropath]``, ``[memory]``, ``[remind]``).

@@ -4,7 +4,7 @@ One ``Registry`` each for retrieval strategies, LLM backends and graph extractor
 built-in is a ``"module:attribute"`` reference loaded on first use, exactly like an entry
 point, so listing the names imports nothing and a strategy module never has to be imported
 by the registry's own module. A third-party package adds one with an entry point in its
-``pyproject.toml`` (docs/design-notes.md "Plugins")::
+``pyproject.toml`` (docs/design.md "Plugins")::
 
     [project.entry-points."localrag.strategies"]
     mine = "my_package.retrieval:MyStrategy"

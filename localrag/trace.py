@@ -4,7 +4,7 @@ A strategy declares its events next to its code (``retrieve/neuropath/events.py`
 ``retrieve/remind/events.py``, the simple strategies in their own modules) by subclassing
 ``TraceEvent`` with the ``step`` name and the strategy it belongs to; the readers (TUI path
 tree, ``ask --trace``, memory notes, the bench) match on the types. ``event_json`` is the
-only serialiser and ``event_from_json`` the only parser (docs/design-notes.md "Trace JSON"):
+only serialiser and ``event_from_json`` the only parser (docs/trace.md "Trace JSON"):
 ``{"step": <name>, <field>: <value>, ...}``, nested records as objects, tuples as lists.
 A step the parser does not know (a newer localrag, a third-party strategy) comes back as an
 ``UnknownStep`` that keeps its data, so a reader never fails on it.

@@ -209,7 +209,7 @@ def relative_change(value: float, base: float) -> float | None:
 
 @dataclass
 class MemoryConfig:
-    """The memory settings a rounds run used (ALGORITHMS.md c.0; penalty R1)."""
+    """The memory settings a rounds run used (docs/algorithms.md "ReMindRAG: parameters"; penalty R1)."""
 
     penalty: str  # "intended" | "off"
     alpha: float

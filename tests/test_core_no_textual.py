@@ -1,4 +1,4 @@
-"""Core never imports Textual: only localrag.tui does (DESIGN.md: the UIs are thin)."""
+"""Core never imports Textual: only localrag.tui does (docs/design.md "Principles": thin front ends)."""
 
 from __future__ import annotations
 

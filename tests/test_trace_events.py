@@ -89,7 +89,7 @@ def test_progress_events_come_from_the_typed_steps_as_they_happen(graph_index):
 
 
 def test_the_stored_shape_is_the_documented_one():
-    """docs/design-notes.md "Trace JSON": {"step": name, **fields}; "continue" keeps its key."""
+    """docs/trace.md "Trace JSON": {"step": name, **fields}; "continue" keeps its key."""
     step = np_events.RoundStep(round=1, g="q", candidates=(np_events.CandidatePath(0, "a->b; ", 0.5, (3,)),),
                                selected=(0,), cont=0)
     data = event_json(step)

@@ -1,4 +1,5 @@
-"""Phrase normalisation as NeuroPath does it (ALGORITHMS.md §b.1 step 3, pitfall N8).
+"""Phrase normalisation as NeuroPath does it (docs/algorithms.md
+"NeuroPath: indexing" step 3, pitfall N8).
 
 Lowercase, every character outside [a-z0-9 ] becomes a space; unlike the released
 code, internal runs of spaces are collapsed, so "St. Maurice" and "st  maurice" are

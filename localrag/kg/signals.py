@@ -1,4 +1,5 @@
-"""Graph signals that need no LLM (DESIGN.md): the note's title and its links to other notes.
+"""Graph signals that need no LLM: the note's title and its links to other notes
+(docs/design.md "Graph signals that need no model").
 
 Every passage mentions its document's title entity, and a [[wikilink]] or a Markdown
 link to another note becomes the fact (this title, "links to", that title). A passage

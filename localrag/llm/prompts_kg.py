@@ -1,4 +1,5 @@
-"""Knowledge-graph extraction prompt and its JSON schemas (NeuroPath OpenIE, ALGORITHMS.md §b.1).
+"""Knowledge-graph extraction prompt and its JSON schemas (NeuroPath's OpenIE step,
+docs/algorithms.md "NeuroPath: indexing").
 
 The system prompt and the worked example never change between passages, so they form
 a fixed prefix that llama.cpp keeps in its KV cache: each passage pays only for its own

@@ -1,4 +1,5 @@
-"""NeuroPath prompts (ALGORITHMS.md b.1 step 8 and b.2 step 5), paraphrased, with bounded schemas."""
+"""NeuroPath prompts, paraphrased, with bounded schemas: query NER and the tracking call
+(docs/algorithms.md "NeuroPath: query entities and seeds" and "NeuroPath: path tracking" step 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ReMindRAG traversal prompts (ALGORITHMS.md c.4 steps 5, 6, 7d and 9.1), paraphrased, with bounded schemas.
+"""ReMindRAG traversal prompts paraphrased, with bounded schemas (docs/algorithms.md
+"ReMindRAG: query pipeline", steps 5, 6, 7d and 9.1).
 
 Four calls: the next-node choice, the sufficiency judge, the query-aware summary of a long
 passage, and the labelling of the recorded path after the walk. Every system prompt is

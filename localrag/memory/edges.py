@@ -1,6 +1,6 @@
 """Edge memory, shared by NeuroPath and ReMindRAG: the update equations, the read-out, and
 one replay transaction that applies a query's feedback to the stored edge vectors
-(ALGORITHMS.md c.3, c.5).
+(docs/algorithms.md "ReMindRAG: edge weight" and "ReMindRAG: memory update").
 
 δ(x) = (2/π)·cos(πx/2). Enhance: v ← v + δ(‖v‖)·q̂ (0 → 2/π → 0.98 → 1).
 Penalise ("intended" form of c.5, pitfall R1): s = ⟨q̂, v⟩; if s ≥ 0, v ← v − max(|δ(s)|, s)·s·q̂,

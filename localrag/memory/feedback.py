@@ -4,7 +4,8 @@ Every edge memory an answer wrote is recorded against its query id
 (``EdgeMemory.attributed``). Marking it wrong removes, from each of those edges, the
 component aligned with the question (the memory of other questions on the same edge is
 kept), and the question's next ask reads no memory, so it runs the full retrieval again;
-marking it right enhances the same edges once more (the ReMindRAG update, ALGORITHMS.md c.3).
+marking it right enhances the same edges once more (the ReMindRAG update,
+docs/algorithms.md "ReMindRAG: memory update").
 """
 
 from __future__ import annotations

@@ -85,7 +85,8 @@ CREATE TABLE queries(
 
 
 def _graph(dim: int) -> str:
-    """NeuroPath's static index (ALGORITHMS.md b.1) with provenance and exact garbage collection.
+    """NeuroPath's static index with provenance and exact garbage collection (docs/algorithms.md
+    "NeuroPath: indexing", docs/design.md "Data model").
 
     Deleting a passage cascades to its fact_sources and mentions; the triggers then delete
     facts nothing supports, entities nothing mentions, their vectors and coref rows. Entities
