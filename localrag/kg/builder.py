@@ -88,6 +88,9 @@ class GraphBuilder:
         self.timings = StepTimes()
         self._saved_at = time.perf_counter()
         self._requeued = 0  # writes refused this pass: the note was renamed or retitled meanwhile
+        # the names a pending passage's signals give, from extraction to its write: the write itself
+        # reads the signals again inside its transaction (a sync may have changed the notes meanwhile)
+        self._pending_names: dict[tuple[int, str, str, str], list[str]] = {}
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
             self._llm.sinks.append(self._log_call)
@@ -213,8 +216,11 @@ class GraphBuilder:
         """The entity names of these passages not in the graph yet (nor in ``exclude``)."""
         names: list[str] = []
         for p, ex in pending:
-            links, mentions = self.signals(p)
-            names += [n for t in ex.triples + links for n in (t.head, t.tail)] + mentions
+            key = (p.id, p.sha256, p.title, p.path)
+            if key not in self._pending_names:
+                links, mentions = self.signals(p)
+                self._pending_names[key] = [n for t in ex.triples + links for n in (t.head, t.tail)] + mentions
+            names += self._pending_names[key]
         names = [n for n in dict.fromkeys(names) if n and n not in exclude]
         known = self.store.graph.entities.ids(names)
         return [n for n in names if n not in known]
@@ -330,6 +336,8 @@ class GraphBuilder:
                 added = self.write(p, ex, vectors)
                 if added is not None:
                     written.append((p, ex, added))
+        for p, _ in pending:
+            self._pending_names.pop((p.id, p.sha256, p.title, p.path), None)
         coref = self.store.graph.coref.seconds - coref_before
         self.timings.add("coref", coref)
         self.timings.add("write", time.perf_counter() - started - coref)

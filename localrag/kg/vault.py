@@ -74,11 +74,14 @@ def pick_note(candidates: list[NamedNote], source_path: str) -> NamedNote | None
     return min(candidates, key=lambda c: (posixpath.dirname(c.path) != folder, c.path.count("/"), len(c.path), c.path))
 
 
-def resolve_wikilink(store: "Store", target: str, source_path: str) -> NamedNote | None:
+def resolve_wikilink(store: "Store", target: str, source_path: str,
+                     named_by_key: dict[str, list[NamedNote]] | None = None) -> NamedNote | None:
+    """The note ``[[target]]`` in ``source_path`` points to (``named_by_key``: the notes of each link
+    key, read beforehand for all of a passage's links)."""
     key = link_key(target)
     if not key:
         return None
-    named = store.vault.notes_named(key)
+    named = named_by_key[key] if named_by_key is not None and key in named_by_key else store.vault.notes_named(key)
     files = [n for n in named if n.kind == FILE_NAME]
     wanted = note_path_key(target.strip().lstrip("/"))
     if "/" in wanted:
@@ -109,6 +112,8 @@ class ResolvedLink:
 
 def resolve_links(store: "Store", links: tuple[NoteLink, ...], source_path: str) -> list[ResolvedLink]:
     out: list[ResolvedLink] = []
+    keys = [key for link in links if not link.markdown and link.target for key in [link_key(link.target)] if key]
+    named_by_key = store.vault.notes_named_many(keys) if len(keys) > 1 else None  # one query, not one a link
     for link in links:
         if link.markdown:
             if not is_note_path(link.target):
@@ -118,7 +123,7 @@ def resolve_links(store: "Store", links: tuple[NoteLink, ...], source_path: str)
             continue
         if not link.target:
             continue  # [[#heading]]: a place in this note
-        note = resolve_wikilink(store, link.target, source_path)
+        note = resolve_wikilink(store, link.target, source_path, named_by_key)
         if note is None and "." in link.target.rsplit("/", 1)[-1] and not is_note_path(link.target) and link.embed:
             continue  # ![[picture.png]]: an attachment
         title = title_entity(note.title) if note else normalise_phrase(link.target)

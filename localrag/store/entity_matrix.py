@@ -151,7 +151,9 @@ class EntityMatrix:
             floors[: self._n] = self._floors[: self._n]
             self._floors = floors
             self._ids = np.concatenate([self._ids[: self._n], np.zeros(size - self._n, dtype=np.int64)])
-        for eid, vec in zip(ids, np.asarray(vectors, dtype=np.float32)):
+        vectors = np.asarray(vectors, dtype=np.float32)
+        rows = np.empty(len(ids), dtype=np.int64)
+        for i, eid in enumerate(ids):
             at = self._pos.get(int(eid))
             if at is None:
                 at = self._n
@@ -160,9 +162,10 @@ class EntityMatrix:
                 self._ids[at] = eid
             else:
                 self._gen += 1
-            self._vecs[at] = vec
-            self._norms[at] = float(np.linalg.norm(vec.astype(np.float64)))
-            self._floors[at] = NO_FLOOR
+            rows[i] = at
+        self._vecs[rows] = vectors
+        self._norms[rows] = np.linalg.norm(vectors.astype(np.float64), axis=1)
+        self._floors[rows] = NO_FLOOR
 
     def set_floors(self, floors: dict[int, float], *, reset: bool = False) -> None:
         """Each entity's floor (NO_FLOOR: none); with ``reset`` every other row's floor is cleared."""

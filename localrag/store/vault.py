@@ -3,6 +3,8 @@ and the passage filters (tag:, path:) every retrieval strategy applies."""
 
 from __future__ import annotations
 
+import json
+
 import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -110,6 +112,18 @@ class VaultTables:
             "SELECT d.id, d.path, d.title, n.kind FROM note_names n JOIN documents d ON d.id = n.doc_id "
             "WHERE n.name = ? ORDER BY d.path", (key,))
         return [NamedNote(int(i), p, t, k) for i, p, t, k in rows]
+
+    def notes_named_many(self, keys: list[str]) -> dict[str, list[NamedNote]]:
+        """``notes_named`` for many keys in one query (a note of thousands of links)."""
+        out: dict[str, list[NamedNote]] = {k: [] for k in keys}
+        if not keys:
+            return out
+        rows = self.s.query(
+            "SELECT n.name, d.id, d.path, d.title, n.kind FROM note_names n JOIN documents d ON d.id = n.doc_id "
+            "WHERE n.name IN (SELECT value FROM json_each(?)) ORDER BY d.path", (json.dumps(sorted(set(keys))),))
+        for name, i, path, title, kind in rows:
+            out[name].append(NamedNote(int(i), path, title, kind))
+        return out
 
     def tags(self, doc_id: int) -> list[str]:
         return [r[0] for r in self.s.query("SELECT tag FROM note_tags WHERE doc_id = ? ORDER BY tag", (doc_id,))]
