@@ -72,3 +72,26 @@ def test_a_walk_from_hub_seeds_counts_less_than_one_from_a_specific_entity():
     dense, lexical, ppr = [(1, 0.9), (2, 0.8)], [(1, 5.0), (2, 4.0)], [(3, 0.5)]
     assert fuse(dense, lexical, ppr, weights, 3, focus=0.5)[0][0] == 3  # a specific seed: its walk leads
     assert [p for p, _ in fuse(dense, lexical, ppr, weights, 3, focus=0.001)][:2] == [1, 2]  # hub seeds: it barely counts
+
+
+def test_a_walk_whose_first_passage_no_text_retriever_finds_counts_less():
+    weights = FusionWeights(1.0, 1.0, 2.0, 5, uncorroborated=0.25, corroboration_pool=2)
+    dense, lexical = [(1, 0.9), (2, 0.8), (9, 0.7)], [(2, 5.0), (1, 4.0), (9, 3.0)]
+    mention = [(7, 0.5), (8, 0.4)]  # a passing mention: neither list has passage 7 in its first two
+    subject = [(2, 0.5), (8, 0.4)]  # the named entity's own note: the text lists find it too
+    assert not weights.corroborated(mention, dense, lexical) and weights.corroborated(subject, dense, lexical)
+    assert weights.ppr_weight(1.0, corroborated=False) == 0.5
+    assert [p for p, _ in fuse(dense, lexical, mention, weights, 2)] == [1, 2]
+    assert fuse(dense, lexical, mention, FusionWeights(1.0, 1.0, 2.0, 5), 1)[0][0] == 7  # uncorroborated at full weight
+
+
+def test_a_flat_bm25_head_counts_less_only_while_the_dense_list_has_a_leader():
+    weights = FusionWeights(1.0, 1.0, 1.0, 5, lexical_flat=0.5, lexical_peak=1.5, dense_lead=0.02)
+    flat = [(10 + i, 5.0 - 0.01 * i) for i in range(6)]  # first / fifth ~ 1.01: the question's words are everywhere
+    peaked = [(10 + i, s) for i, s in enumerate((9.0, 5.0, 4.0, 3.5, 3.0, 2.0))]  # 3.0: full weight
+    leading = [(1, 0.80), (2, 0.70), (3, 0.69), (4, 0.68), (5, 0.67)]
+    level = [(1, 0.70), (2, 0.70), (3, 0.69), (4, 0.69), (5, 0.69)]
+    assert abs(weights.lexical_weight(flat, leading) - 0.5) < 0.02
+    assert weights.lexical_weight(peaked, leading) == 1.0
+    assert weights.lexical_weight(flat, level) == 1.0  # both heads flat: neither knows better
+    assert weights.lexical_weight(flat[:3], leading) == 1.0  # too few hits to judge

@@ -18,6 +18,21 @@ order it falls back to. And the PPR list's weight follows the walk's *seed focus
 seed's weight over the passages mentioning it, ``seed_focus``): full weight from
 ``fusion_ppr_focus`` up, less below, so a walk that starts only from hub entities (a notes
 question's "dendron", "note", "vault") barely moves the dense and lexical order.
+
+Corroboration: on Wikipedia a named entity is the subject of its own article, so the walk's
+first passage is one the text retrievers find too; in notes a named entity is most often a
+passing mention ("cisco" in a VPN client's page, "arch" in the `arch` command's), and the walk
+from it lands on notes the question is not about. The PPR list therefore counts fully only
+when its first passage is among the first ``fusion_corroboration_pool`` of the dense or the
+lexical list, and ``fusion_ppr_uncorroborated`` of its weight otherwise.
+
+Lexical confidence: on a folder of notes that look alike (7,425 command pages that all say
+"file", "command", "run") a paraphrased question's words are everywhere, BM25's head is flat
+and its order is noise that pulls the right note down. The BM25 list's weight follows the
+ratio of its first score to its fifth: full from ``fusion_lexical_peak`` up,
+``fusion_lexical_flat`` at 1 (a flat head), linear between — but only while the dense list has a
+leader (its first cosine beats its fifth by ``fusion_dense_lead``): when both heads are flat,
+neither list knows better and both count fully.
 """
 
 from __future__ import annotations
@@ -38,6 +53,9 @@ from localrag.trace import TraceEvent, omit_empty, optional
 _LEXICAL = LexicalBeside("localrag-graph-bm25")
 
 
+HEAD = 5  # the head whose flatness is measured: the first score against the fifth
+
+
 @dataclass(frozen=True)
 class FusionWeights:
     dense: float
@@ -45,15 +63,52 @@ class FusionWeights:
     ppr: float
     rrf_k: int
     focus: float = 0.0  # the seed focus at which the PPR list counts fully (0: always fully)
+    uncorroborated: float = 1.0  # the PPR list's share when the text retrievers do not find its first passage
+    corroboration_pool: int = 10
+    lexical_flat: float = 1.0  # the BM25 list's share when its head is flat (1: always fully)
+    lexical_peak: float = 1.5
+    dense_lead: float = 0.0
 
     @classmethod
     def of(cls, ctx: Context) -> "FusionWeights":
         cfg = ctx.settings.graph
-        return cls(cfg.fusion_dense, cfg.fusion_lexical, cfg.fusion_ppr, cfg.fusion_rrf_k, cfg.fusion_ppr_focus)
+        return cls(cfg.fusion_dense, cfg.fusion_lexical, cfg.fusion_ppr, cfg.fusion_rrf_k, cfg.fusion_ppr_focus,
+                   cfg.fusion_ppr_uncorroborated, cfg.fusion_corroboration_pool, cfg.fusion_lexical_flat,
+                   cfg.fusion_lexical_peak, cfg.fusion_dense_lead)
 
-    def ppr_weight(self, focus: float) -> float:
-        """The PPR list's weight for a walk of this seed focus (``seed_focus``)."""
-        return self.ppr if self.focus <= 0 else self.ppr * min(1.0, focus / self.focus)
+    def ppr_weight(self, focus: float, corroborated: bool = True) -> float:
+        """The PPR list's weight for a walk of this seed focus (``seed_focus``) and corroboration."""
+        weight = self.ppr if self.focus <= 0 else self.ppr * min(1.0, focus / self.focus)
+        return weight if corroborated else weight * self.uncorroborated
+
+    def lexical_weight(self, lexical: Ranking, dense: Ranking) -> float:
+        """The BM25 list's weight for the flatness of its head (module doc, "Lexical confidence")."""
+        peak = lexical_peak(lexical)
+        if peak is None or self.lexical_peak <= 1.0 or dense_lead(dense) < self.dense_lead:
+            return self.lexical
+        share = min(1.0, max(0.0, (peak - 1.0) / (self.lexical_peak - 1.0)))
+        return self.lexical * (self.lexical_flat + (1.0 - self.lexical_flat) * share)
+
+    def corroborated(self, ppr: Ranking, dense: Ranking, lexical: Ranking) -> bool:
+        """Whether the walk's first passage is among the first passages of the dense or the lexical list."""
+        if not ppr:
+            return True
+        first = ppr[0][0]
+        pool = self.corroboration_pool
+        return any(pid == first for pid, _ in dense[:pool]) or any(pid == first for pid, _ in lexical[:pool])
+
+
+def lexical_peak(lexical: Ranking) -> float | None:
+    """BM25's first score over its fifth (None: fewer than five hits, or scores that are not positive)."""
+    if len(lexical) < HEAD:
+        return None
+    first, fifth = lexical[0][1], lexical[HEAD - 1][1]
+    return first / fifth if fifth > 0 and first > 0 else None
+
+
+def dense_lead(dense: Ranking) -> float:
+    """The dense list's first cosine minus its fifth (0: fewer than five hits)."""
+    return dense[0][1] - dense[HEAD - 1][1] if len(dense) >= HEAD else 0.0
 
 
 @dataclass
@@ -125,17 +180,23 @@ def ppr_list(ctx: Context, qvec: np.ndarray, dense: Ranking, eg: EntityGraph, sc
     return reached[:depth]
 
 
-def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights, k: int, focus: float = 1.0) -> Ranking:
-    return rrf([dense, lexical, ppr], k, weights=[weights.dense, weights.lexical, weights.ppr_weight(focus)],
-               rrf_k=weights.rrf_k)
-
-
 @dataclass(frozen=True)
 class ListWeights:
     dense: float
-    lexical: float
-    ppr: float  # after the seed focus
+    lexical: float  # after the flatness of its head
+    ppr: float  # after the seed focus and the corroboration
     rrf_k: int
+
+    @classmethod
+    def of(cls, weights: FusionWeights, dense: Ranking, lexical: Ranking, ppr: Ranking, focus: float) -> "ListWeights":
+        corroborated = weights.corroborated(ppr, dense, lexical)
+        return cls(weights.dense, weights.lexical_weight(lexical, dense), weights.ppr_weight(focus, corroborated),
+                   weights.rrf_k)
+
+
+def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights, k: int, focus: float = 1.0) -> Ranking:
+    lists = ListWeights.of(weights, dense, lexical, ppr, focus)
+    return rrf([dense, lexical, ppr], k, weights=[lists.dense, lists.lexical, lists.ppr], rrf_k=lists.rrf_k)
 
 
 @dataclass(frozen=True)
@@ -196,12 +257,16 @@ def _fused(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | N
     lexical = lexical_future.result()
     weights = FusionWeights.of(ctx)
     step = FusionStep(
-        weights=ListWeights(weights.dense, weights.lexical, round(weights.ppr_weight(focus), 4), weights.rrf_k),
+        weights=_rounded(ListWeights.of(weights, dense, lexical, ppr, focus)),
         seed_focus=round(focus, 4), damping=Damping(cfg.ppr_entity_damping, cfg.ppr_passage_damping),
         hits=ListHits(len(dense), len(lexical), len(ppr)), seeds=traced_seeds(w.seeds),
         note="no query entity in the graph: dense and lexical only" if w.mass is None else None,
     )
     return fuse(dense, lexical, ppr, weights, k, focus), step
+
+
+def _rounded(lists: ListWeights) -> ListWeights:
+    return ListWeights(lists.dense, round(lists.lexical, 4), round(lists.ppr, 4), lists.rrf_k)
 
 
 class GraphFusion:
