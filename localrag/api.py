@@ -22,6 +22,7 @@ from localrag.ingest.sync import Progress, SyncReport, sync_folder
 from localrag.kg.builder import GraphBuilder
 from localrag.kg.entity_graph import save_entity_graph
 from localrag.kg.run import GraphProgress, GraphReport
+from localrag.kg.vault import linked_paths
 from localrag.llm.base import RecordingLLM
 from localrag.llm import factory  # called as factory.make_llm: tests replace it there
 from localrag.llm.model_info import ModelSize, format_params, is_served, model_size
@@ -114,6 +115,11 @@ class Index:
                 return opening
         return None
 
+    def linked_passages(self, text: str, source_path: str) -> list[Passage]:
+        """The passages of the notes a sentence of ``source_path`` links to (answer/flow.py: a link in
+        the best evidence brings its note into the evidence)."""
+        return [p for path in linked_paths(self.store, text, source_path) for p in self.store.docs.passages_of(path)]
+
     def check_health(self, force: bool = False) -> HealthCheck:
         """SQLite's quick_check when damage is suspected or the periodic check is due (``force``: always);
         a StoreError pointing at `localrag doctor --repair` when it fails."""
@@ -198,8 +204,9 @@ class Assistant:
         """``auto``: `graph` (no LLM) unless the model is large enough to track paths and the graph is built.
 
         The rule is measured, not assumed: with SmolLM2-135M and Qwen2.5-Coder-0.5B NeuroPath's
-        tracking lost recall against the no-LLM fusion it starts from (docs/benchmarks.md
-        "auto"), so a model below ``auto_min_params`` (read from its GGUF metadata without
+        tracking adds at most one gold passage in twenty questions to the no-LLM fusion it starts
+        from, for calls and seconds a question (docs/benchmarks.md "`auto`: the strategy by model
+        size"), so a model below ``auto_min_params`` (read from its GGUF metadata without
         loading weights; unknown counts as small) never tracks paths by default.
         """
         name = name or self.settings.strategy
@@ -227,7 +234,7 @@ class Assistant:
         writes the answer in the passages' words (``copy``). A served model (whatever its
         ``llm.params``) or one of unknown size picks among the best spans: copy's constraint is
         thousands of strings, which a llama.cpp server takes as a GBNF grammar but other servers
-        may take neither as that nor as an enum (docs/benchmarks.md, `answer.pick = copy`)."""
+        may take neither as that nor as an enum (docs/benchmarks.md "Answers: who picks the short answer")."""
         pick = self.settings.answer.pick
         if pick != "auto":
             return pick
@@ -335,7 +342,7 @@ class Assistant:
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
             mode=request.mode or ("free" if request.short else None), short_prompt=request.short,
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
-            lookup=self.index.note_titled,
+            lookup=self.index.note_titled, links=self.index.linked_passages,
         )
         # an abstention learns nothing: memory is written only for an answer that stands
         if retrieval.on_answer is not None and composed.text and not composed.abstained:
@@ -391,11 +398,11 @@ class Assistant:
                 raise
             return None
 
-    @staticmethod
-    def _needs_llm(strategy: str, answer: bool, conversation: "Conversation | None") -> bool:
-        """The model is loaded only when something calls it: the answer, the strategy (as it
-        declares), or the resolution of a follow-up."""
-        return answer or get_strategy(strategy).needs_llm or (conversation is not None and conversation.uses_llm)
+    def _needs_llm(self, strategy: str, answer: bool, conversation: "Conversation | None") -> bool:
+        """The model is loaded only when something calls it: the answer (unless its writer quotes the
+        evidence), the strategy (as it declares), or the resolution of a follow-up."""
+        writes = answer and self.resolve_writer() != "quote"
+        return writes or get_strategy(strategy).needs_llm or (conversation is not None and conversation.uses_llm)
 
 
 def memory_notes(trace: Trace) -> list[str]:

@@ -63,3 +63,49 @@ def test_an_answer_is_always_a_span_of_a_cited_sentence(assistant, words):
     assert sentence.text in sentence.passage.text or sentence.text.split("\n")[0] in sentence.passage.text
     if answer.span:
         assert answer.span.lower() in sentence.plain.lower()
+
+
+def test_a_quoting_writer_never_loads_the_model(tmp_path, embedder):
+    from localrag.config import load_settings
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "kiln.md").write_text(NOTES["kiln.md"], encoding="utf-8")
+    missing = tmp_path / "no-such-model.gguf"  # loading it would fail: the answer must not need it
+    settings = load_settings(folder, {"db": str(tmp_path / "index.db"), "answer.writer": "quote",
+                                      "llm.model": str(missing), "answer.abstain_below": 0,
+                                      "answer.abstain_unnamed_below": 0}, env={})
+    index = Index(settings, embedder)
+    try:
+        index.sync()
+        answer = Assistant(index).ask("How do I set the kiln's peak temperature?", strategy="hybrid")
+        assert answer.picked_by == "quote" and "kiln --peak 1240" in answer.text
+    finally:
+        index.close()
+
+
+def test_a_link_in_the_best_evidence_brings_its_note_into_the_evidence(tmp_path, embedder):
+    from localrag.config import load_settings
+
+    folder = tmp_path / "notes"
+    (folder / "recipes").mkdir(parents=True)
+    (folder / "harebell.md").write_text(
+        "# Harebell Bakery\n\nThe signature bake of Harebell Bakery is the [sorrel loaf](recipes/sorrel-loaf.md).\n"
+        "\nIt opens at six on weekdays.\n", encoding="utf-8")
+    (folder / "recipes" / "sorrel-loaf.md").write_text(
+        "# Sorrel Loaf\n\nA tangy wheat loaf.\n\n## Notes\n\n- The spice in this loaf is mace, never nutmeg.\n",
+        encoding="utf-8")
+    settings = load_settings(folder, {"db": str(tmp_path / "index.db"), "answer.writer": "quote",
+                                      "neuropath.answer_passages": 1, "answer.abstain_below": 0,
+                                      "answer.abstain_unnamed_below": 0}, env={})
+    index = Index(settings, embedder)
+    try:
+        index.sync()
+        question = "Which spice goes into the signature bake of Harebell Bakery?"
+        assistant = Assistant(index)
+        assert assistant.retrieve(question, "hybrid", 2).passages[0].passage.path == "harebell.md"
+        answer = assistant.ask(question, strategy="hybrid")
+        assert "mace" in answer.span_sentence.plain
+        assert [c.passage.path for c in answer.citations if c.cited] == ["recipes/sorrel-loaf.md"]
+    finally:
+        index.close()

@@ -34,6 +34,8 @@ from localrag.llm.prompts_chat import with_history
 from localrag.kg.spans import clean_markup
 from localrag.records import Passage, Retrieval
 
+NoteLinks = Callable[[str, str], list[Passage]]  # a sentence and its note's path -> the passages of the notes it links to
+
 SHORT_MAX_TOKENS = 48
 _CITE = re.compile(r"\[(\d{1,3})\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[])")
@@ -90,12 +92,18 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
             settings: AnswerSettings, *, n_passages: int, max_tokens: int, since: float,
             emit: Callable[[AskEvent], None], mode: str | None = None, short_prompt: bool = False,
             on_token: TokenSink | None = None, history: Sequence[Message] = (),
-            lookup: NoteLookup | None = None) -> Composed:
+            lookup: NoteLookup | None = None, links: NoteLinks | None = None) -> Composed:
     """The answer for ``question`` (``since``: perf_counter when it was asked, for elapsed times;
     ``history``: earlier turns of a conversation, placed before the passages of an open answer;
-    ``lookup``: a note by its title, for the notes a comparison question names)."""
+    ``lookup``: a note by its title, for the notes a comparison question names; ``links``: the
+    passages of the notes a sentence links to)."""
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
-    evidence = rank_evidence(embedder, question, passages, facts=path_facts(retrieval))
+    facts = path_facts(retrieval)
+    evidence = rank_evidence(embedder, question, passages, facts=facts)
+    linked = _linked(passages, evidence, links) if links is not None else []
+    if linked:
+        passages += linked
+        evidence = rank_evidence(embedder, question, passages, facts=facts)
     evidence_ms = (time.perf_counter() - since) * 1000
     check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings)
     emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=check.weak,
@@ -128,6 +136,27 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
         out.first_token_ms = first.ms
     _unless_it_obeyed(out, question, passages)
     out.answer_ms = (time.perf_counter() - started) * 1000
+    return out
+
+
+LINKS_FOLLOWED_FROM = 3  # the best evidence units whose links bring their notes into the evidence
+LINKED_PASSAGES = 6  # at most this many passages of linked notes join it
+
+
+def _linked(passages: list[Passage], evidence: Sequence[EvidenceSentence], links: NoteLinks) -> list[Passage]:
+    """The passages of the notes the best evidence links to, not given already.
+
+    A note answers through its links ("the signature bake is the [rye and plum loaf](rye-and-plum-loaf.md)"):
+    the sentence that names the next note is the best evidence, and what the question asks is in the
+    note it links to, which retrieval ranks low because the question never names it.
+    """
+    given = {p.id for p in passages}
+    out: list[Passage] = []
+    for e in evidence[:LINKS_FOLLOWED_FROM]:
+        for p in links(e.text, e.passage.path):
+            if p.id not in given and len(out) < LINKED_PASSAGES:
+                given.add(p.id)
+                out.append(p)
     return out
 
 
@@ -219,7 +248,8 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
            lookup: NoteLookup | None) -> None:
     evidence = out.evidence
     # a likelihood pick never offers "not in your notes": SmolLM2 found it likeliest for 26 of 42 HotpotQA
-    # span questions; the no-model rules abstain instead (docs/benchmarks.md "Answers")
+    # span questions; the no-model rules abstain instead (docs/benchmarks.md "Answers: who picks the
+    # short answer")
     choices = _choices(question, out, settings, passages, lookup,
                        offer_abstain=settings.offer_abstain and settings.pick != "likelihood")
     copying = settings.pick == "copy" and out.shape.qtype not in (YESNO, CHOICE)
@@ -231,7 +261,8 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
         return
     ranked = [t for t in choices.texts if t != NOT_IN_NOTES]
     if settings.pick == "ranking":
-        # answer.pick = ranking, or a model under answer.pick_min_params: no call (docs/benchmarks.md "Answers")
+        # answer.pick = ranking, or a model under answer.pick_min_params: no call
+        # (docs/benchmarks.md "Answers: who picks the short answer")
         if not ranked:
             _abstain(out, passages, "no candidate span in the evidence")
             return

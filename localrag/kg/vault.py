@@ -103,6 +103,23 @@ def resolve_markdown(store: "Store", href: str, source_path: str) -> str | None:
     return doc.title if doc else None
 
 
+def linked_paths(store: "Store", text: str, source_path: str) -> list[str]:
+    """The indexed notes ``text`` (written in ``source_path``) links to, in the order it links them:
+    Markdown links to note files and wikilinks, not web pages, attachments or places in the same note."""
+    out: list[str] = []
+    for link in inline_refs(text).links:
+        if link.markdown:
+            path = link_target(source_path, link.target) if is_note_path(link.target) else ""
+            if path and store.docs.get(path) is None:
+                path = ""
+        else:
+            note = resolve_wikilink(store, link.target, source_path) if link.target else None
+            path = note.path if note is not None else ""
+        if path and path != source_path and path not in out:
+            out.append(path)
+    return out
+
+
 @dataclass(frozen=True)
 class ResolvedLink:
     link: NoteLink
