@@ -120,6 +120,10 @@ class Index:
         the best evidence brings its note into the evidence)."""
         return [p for path in linked_paths(self.store, text, source_path) for p in self.store.docs.passages_of(path)]
 
+    def passages_saying(self, name: str) -> int:
+        """How many passages say ``name``, counted up to ``answer.abstain_common_from``."""
+        return self.store.lexical.passages_saying(name, max(1, self.settings.answer.abstain_common_from))
+
     def check_health(self, force: bool = False) -> HealthCheck:
         """SQLite's quick_check when damage is suspected or the periodic check is due (``force``: always);
         a StoreError pointing at `localrag doctor --repair` when it fails."""
@@ -342,7 +346,7 @@ class Assistant:
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
             mode=request.mode or ("free" if request.short else None), short_prompt=request.short,
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
-            lookup=self.index.note_titled, links=self.index.linked_passages,
+            lookup=self.index.note_titled, links=self.index.linked_passages, mentions=self.index.passages_saying,
         )
         # an abstention learns nothing: memory is written only for an answer that stands
         if retrieval.on_answer is not None and composed.text and not composed.abstained:

@@ -102,21 +102,17 @@ class NeuroPathSettings:
     ner: str = "llm+rules"
     # final ranking: "paths-first" (the paper: path documents, then completion) or "fused"
     # (reciprocal-rank fusion of path documents with the completion list, so a weak model's
-    # choices cannot push good passages out of the top ranks)
-    # "fused" is the default: with the bundled SmolLM2 "paths-first" lost 2 points of recall@5
-    # to hybrid on MuSiQue dev (scripts/neuropath_variants.py, docs/benchmarks.md "NeuroPath")
+    # near-miss paths cannot push good passages out of the top ranks; docs/algorithms.md
+    # "NeuroPath: completion", docs/benchmarks.md "What we tried")
     merge: str = "fused"
     fuse_k: int = 8  # the RRF constant of "fused" (8, as hybrid: one list's top ranks count)
-    # completion retriever for query + chain + requirement: "dense" (the paper) or "hybrid";
-    # hybrid, with the graph list below: +1.2 points recall@5 over dense on the three dev sets
-    # (same SmolLM2 tracking replayed, scripts/neuropath_refuse.py, docs/benchmarks.md "NeuroPath")
+    # completion retriever for query + chain + requirement: "dense" (the paper), "hybrid", or
     # "graph": the no-LLM `graph` fusion of the question is the base list, path documents (path_weight)
     # and hybrid hits for chain + requirement (chain_weight) are fused into it, so the model can only
-    # add to what the fusion finds (docs/benchmarks.md "NeuroPath from the graph fusion")
+    # add to what the fusion finds (docs/benchmarks.md "NeuroPath and remind")
     completion: str = "graph"
-    # 0.1, not 0.3: at 0.3 a chain hit (the model's chain re-searched, not a walked path) pushed a
-    # fusion passage out of the top 5 (Qwen2.5-Coder-0.5B, MuSiQue); 0.1 is the largest weight at or
-    # above `graph` in every replayed cell (scripts/keep_top_replay.py --chain-weights, docs/benchmarks.md)
+    # a chain hit is the model's words searched again, not a walked path, the weakest signal fused:
+    # the largest weight at or above `graph` in every replayed cell (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
     chain_weight: float = 0.1
     # a third fused list: "ppr" (personalised PageRank from the query's entities and the open
     # ends of the valid paths) or "none" (the paper's two lists)
@@ -124,19 +120,18 @@ class NeuroPathSettings:
     # weight of the path list in the fusion: the model's selection (path_weight), or the
     # embedding order's stand-in when its reply was unusable or too broad (fallback_weight).
     # Below 1 because completion and the graph list agreeing on a passage is stronger evidence
-    # than a small model's pick: SmolLM2 and Qwen2.5-Coder-0.5B both gained recall@2 and @5
-    # (docs/benchmarks.md "NeuroPath"); with a strong model raise path_weight towards 1.
-    path_weight: float = 0.3  # best mean recall@5 of 0.3 / 0.5 / 1.0 over the three dev sets
+    # than a small model's pick (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen");
+    # with a strong model raise path_weight towards 1.
+    path_weight: float = 0.3
     fallback_weight: float = 0.3
     # with completion "graph": the fusion's first keep_top passages keep their places, what the
-    # model adds fills the places after them. 2: recall@2 is the fusion's by construction, and on
-    # SmolLM2's recorded tracking (three dev sets) recall@5 stayed at or above the fusion's
-    # (docs/benchmarks.md "Never below the fusion: keep_top")
+    # model adds fills the places after them, so recall@keep_top is the fusion's by construction;
+    # 2 is the smallest hold at or above the fusion in the replays (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
     keep_top: int = 2
     # with completion "graph": a tracking run whose chain and requirement share no content word with
-    # the question (SmolLM2 answered timestamps, "2018-01-01T00:00:00Z") adds nothing: its paths and
-    # chain hits are set aside and the fusion ranks alone. Found on the held-out musique200 run, where
-    # such runs cost NeuroPath a gold passage (docs/benchmarks.md "Held out … below graph")
+    # the question (a small model may write timestamps there) adds nothing: its paths and chain hits
+    # are set aside and the fusion ranks alone, since such paths are noise that can take the fusion's
+    # fifth place (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
     grounded_only: bool = True
     max_valid: int = 8
     max_expand: int = 4
@@ -152,10 +147,9 @@ class GraphSettings:
     ppr_knn_min_sim: float = 0.5  # whole-query neighbours below this are not seeds
     ppr_pool: int = 100  # dense candidates used to break ties and fill the list
     # `graph` (localrag/retrieve/graph.py): weighted reciprocal-rank fusion of dense, lexical and a
-    # hub-damped PPR list; chosen on the dev sets (docs/benchmarks.md "The `graph` fusion")
-    # chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (localrag bench fusion
-    # choose, docs/benchmarks.md "The `graph` fusion"): within a point of the best single retriever's
-    # recall@5 on each, then the best mean recall@5 (0.871), ties to recall@2
+    # hub-damped PPR list, chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (`localrag
+    # bench fusion choose`): within a point of the best single retriever's recall@5 on each, then the
+    # best mean recall@5, ties to recall@2 (docs/benchmarks.md "Retrieval: the `graph` fusion")
     fusion_dense: float = 1.0
     fusion_lexical: float = 1.0
     fusion_ppr: float = 2.0
@@ -174,7 +168,7 @@ class GraphSettings:
     ppr_entity_damping: float = 1.0  # PPR mass of an entity / |passages mentioning it| ** this
     ppr_passage_damping: float = 0.5  # a passage's PPR score / |entities it mentions| ** this
     # a question that asks two things ("…, and how do I …") is ranked whole and part by part, fused
-    # (localrag/retrieve/parts.py; docs/benchmarks.md "Two questions in one")
+    # (localrag/retrieve/parts.py; docs/benchmarks.md "Retrieval: two questions in one")
     split_questions: bool = True
 
 
@@ -215,7 +209,7 @@ class RemindSettings:
     keep_top: int = 2  # as neuropath.keep_top: the fusion's first passages keep their places
     # with rank "graph": a walk the judge never found sufficient (budget spent, model stopped,
     # caps reached) is exploration the model did not vouch for; its passages are set aside and
-    # only those recalled from memory are fused (Qwen-0.5B, MuSiQue: docs/benchmarks.md)
+    # only those recalled from memory are fused (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
     confirmed_only: bool = True
     zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
@@ -224,7 +218,7 @@ class RemindSettings:
 class ConversationSettings:
     """Follow-up questions (localrag/conversation): how they are resolved and how much history the answer sees."""
 
-    # "auto" (measured in docs/benchmarks.md "Conversations"), "rules" (no model), "llm" (a bounded
+    # "auto" (the rules, for every model measured: docs/benchmarks.md "Conversations"), "rules" (no model), "llm" (a bounded
     # rewrite call, rules as fallback) or "off" (every question is searched as asked)
     resolver: str = "auto"
     history_tokens: int = 400  # earlier turns in the answer prompt, oldest dropped first
@@ -236,9 +230,8 @@ class AnswerSettings:
     """How answers are made (localrag/answer/): evidence first, then a short or an open answer."""
 
     # "shape": short questions get a span of the evidence (decided by dates, the no-model ranking or the
-    # model under a grammar), open ones free text; "free": always free text. "shape" by default: with
-    # SmolLM2 on 50 dev questions a set its EM is 0.46 / 0.11 / 0.04 against free text's 0.02 / 0.02 / 0.00
-    # (2wiki / HotpotQA / MuSiQue, docs/benchmarks.md "Answers")
+    # model under a grammar), open ones free text; "free": always free text. "shape" by default: a small
+    # model's short answers are right far more often as spans than as free text (docs/benchmarks.md "Answers")
     mode: str = "shape"
     evidence_shown: int = 3  # best evidence sentences shown with path:line
     prompt_sentences: int = 6  # evidence sentences the short-answer prompt quotes
@@ -256,17 +249,17 @@ class AnswerSettings:
     # ranking, no call), "copy" (the model writes it, held by the grammar to runs of the passages'
     # words), "auto": the ranking below pick_min_params (GGUF metadata or llm.params), "model" from
     # there or when the size is unknown (served), copy from copy_min_params. "likelihood" is not
-    # auto's: with SmolLM2 it answered more benchmark questions (HotpotQA dev 0.12 -> 0.22) and fewer
-    # sample-notes ones (11 -> 9 of 28). Measured: docs/benchmarks.md "Answers" and "Seventh session"
+    # auto's: with SmolLM2 it answers more benchmark questions but fewer of the sample notes' (docs/
+    # benchmarks.md "Answers: who picks the short answer")
     pick: str = "auto"
-    # 100M: SmolLM2-135M's pick was right as often as the ranking's first over the four sets measured
-    # (38 vs 37 questions: better on the sample notes and 2wiki, worse on HotpotQA and MuSiQue), and
-    # on the sample notes, the first thing a user asks, 10 vs 7 of 28; it costs ~0.5 s a question
+    # 100M: SmolLM2-135M's pick is right as often as the ranking's first over four sets, and more often
+    # on the sample notes, the first thing a user asks; it costs ~0.5 s a question (docs/benchmarks.md
+    # "Answers: who picks the short answer")
     pick_min_params: int = 100_000_000
     # from this size "auto" lets the model write the answer in the passages' own words ("copy": any
     # run of up to copy_max_words words of the passages, under the grammar) instead of picking one of
-    # the ranking's max_choices spans. Chosen on the dev questions (docs/benchmarks.md "Sixth session: a
-    # capable model writes the answer in the passages' words")
+    # the ranking's max_choices spans: Qwen2.5-Coder-0.5B gains with it, SmolLM2-135M loses
+    # (docs/benchmarks.md "Answers: who picks the short answer")
     copy_min_params: int = 300_000_000
     copy_max_words: int = 8
     # abstain without asking the model when the best evidence sentence is less similar than this
@@ -274,12 +267,14 @@ class AnswerSettings:
     abstain_below: float = 0.35
     # ... or than this when more than half of the names the question gives have no note among those
     # found (localrag/answer/abstain.py; 0 = never). Both chosen together on the dev questions
-    # (scripts/answer_sweeps.py abstain; docs/benchmarks.md "Abstention by the names asked"): the pair
-    # that abstains on the most gold-dropped questions while abstaining on at most 10 % of the
-    # answerable ones of every set and of the dendron-vault questions. (The seventh session's sweep
-    # chose 0.75 on the dev questions; the held-out ones abstained on 16-18 % of their answerable
-    # questions with it, so 0.65 stays: docs/benchmarks.md "Seventh session".)
+    # (scripts/answer_sweeps.py abstain): the pair that abstains on the most gold-dropped questions
+    # while abstaining on at most 10 % of the answerable ones of every set and of the dendron-vault
+    # questions. 0.65, not the dev sweep's 0.75, which abstained on 16-18 % of the answerable held-out
+    # questions (docs/benchmarks.md "Answers: abstention")
     abstain_unnamed_below: float = 0.65
+    # a name that this many passages of the folder say is its setting, not a thing with a note of its
+    # own, and does not count for the rule above (0 = every name counts; answer/abstain.py)
+    abstain_common_from: int = 25
     offer_abstain: bool = True  # "not in your notes" is one of the grammar's choices
     # who writes what the user reads as the answer: "quote" (the evidence unit that answers, quoted
     # with its citation, the best candidate span inside it marked; no model call, short and open
@@ -300,11 +295,12 @@ class Settings:
     # starting from `graph` with a larger one once the graph is built (Assistant.resolve)
     strategy: str = "auto"
     # SmolLM2-135M and Qwen2.5-Coder-0.5B both lose recall to `graph` when they track paths
-    # (docs/benchmarks.md "auto"); 3B is the first size class not measured to lose
+    # (docs/benchmarks.md "`auto`: the strategy by model size"); 3B is the first size class not measured to lose
     auto_min_params: int = 3_000_000_000
     top_k: int = 5
     # hybrid retrieval: reciprocal-rank fusion constant and how many hits each retriever contributes
-    # (k 60, the RRF paper's default, misses dense on MuSiQue dev; 5-12 beats both everywhere: docs/benchmarks.md)
+    # (k 60, the RRF paper's default, misses dense on MuSiQue dev; 5-12 beats both everywhere:
+    # docs/benchmarks.md "Retrieval: hybrid")
     hybrid_rrf_k: int = 8
     hybrid_pool: int = 50
     index: IndexSettings = field(default_factory=IndexSettings)

@@ -85,27 +85,26 @@ def test_a_quoting_writer_never_loads_the_model(tmp_path, embedder):
 
 
 def test_a_link_in_the_best_evidence_brings_its_note_into_the_evidence(tmp_path, embedder):
+    """The showcase question: Rosalind Achterberg -> her bakery's note -> its signature loaf, linked
+    from the bakery's note and never named by the question; the spice is in the loaf's note."""
+    import shutil
+
     from localrag.config import load_settings
 
     folder = tmp_path / "notes"
-    (folder / "recipes").mkdir(parents=True)
-    (folder / "harebell.md").write_text(
-        "# Harebell Bakery\n\nThe signature bake of Harebell Bakery is the [sorrel loaf](recipes/sorrel-loaf.md).\n"
-        "\nIt opens at six on weekdays.\n", encoding="utf-8")
-    (folder / "recipes" / "sorrel-loaf.md").write_text(
-        "# Sorrel Loaf\n\nA tangy wheat loaf.\n\n## Notes\n\n- The spice in this loaf is mace, never nutmeg.\n",
-        encoding="utf-8")
+    shutil.copytree(Path(__file__).parent.parent / "examples" / "notes", folder)
     settings = load_settings(folder, {"db": str(tmp_path / "index.db"), "answer.writer": "quote",
-                                      "neuropath.answer_passages": 1, "answer.abstain_below": 0,
-                                      "answer.abstain_unnamed_below": 0}, env={})
+                                      "index.extractor": "rules"}, env={})
     index = Index(settings, embedder)
     try:
         index.sync()
-        question = "Which spice goes into the signature bake of Harebell Bakery?"
+        index.extract_graph()
+        question = "Which spice goes into the signature loaf of the bakery owned by Rosalind Achterberg?"
         assistant = Assistant(index)
-        assert assistant.retrieve(question, "hybrid", 2).passages[0].passage.path == "harebell.md"
-        answer = assistant.ask(question, strategy="hybrid")
-        assert "mace" in answer.span_sentence.plain
-        assert [c.passage.path for c in answer.citations if c.cited] == ["recipes/sorrel-loaf.md"]
+        given = [sp.passage.path for sp in assistant.retrieve(question, "graph", 5).passages]
+        assert "the-harebell-oven.md" in given and "rye-and-plum-loaf.md" not in given
+        answer = assistant.ask(question, strategy="graph")
+        assert answer.span == "cardamom" and "cardamom" in answer.span_sentence.plain
+        assert [c.passage.path for c in answer.citations if c.cited] == ["rye-and-plum-loaf.md"]
     finally:
         index.close()

@@ -1,7 +1,7 @@
 """When the notes found cannot answer: the no-model signals behind "not in your notes".
 
 Two rules, both measured on answerable questions and on the same questions with their gold
-passages dropped (``scripts/answer_sweeps.py abstain``, docs/benchmarks.md "Abstention"):
+passages dropped (``scripts/answer_sweeps.py abstain``, docs/benchmarks.md "Answers: abstention"):
 
 1. the best evidence sentence is far from the question (cosine < ``answer.abstain_below``);
 2. the question names things (people, works, places: the spans the graph extractor finds) and,
@@ -19,7 +19,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 from localrag.answer.evidence import title_key
 from localrag.words import DEMONYM, STOP, WORD
@@ -77,7 +77,7 @@ def _extends_name(title: str, name: str) -> bool:
     (capitalised words, numbers: "Friedrich Hayek", "2018 Winter Olympics"), or the title has no
     capitals to tell by ("python tips"). "Jung Joon Young 1st mini album", "Ed Roland discography", "Science
     News for Students" are notes about something of the name, which the note about it does not
-    replace (measured: docs/benchmarks.md, "Seventh session")."""
+    replace (measured: docs/benchmarks.md "Answers: abstention")."""
     if title == title.lower():
         return True
     held = set(name_key(name).split())
@@ -100,9 +100,18 @@ def is_about(name: str, titles: Sequence[str], question: str = "") -> bool:
     return False
 
 
-def names_without_note(question: str, passages: Sequence[Passage]) -> tuple[list[str], int]:
-    """The question's names that no passage's note is about, and how many names it gives."""
+MentionCount = Callable[[str], int]  # a name -> how many passages of the folder say it (up to a cap)
+
+
+def names_without_note(question: str, passages: Sequence[Passage], common: MentionCount | None = None,
+                       common_from: int = 0) -> tuple[list[str], int]:
+    """The question's names that no passage's note is about, and how many names it gives; a name
+    that ``common_from`` or more passages of the folder say (``common``) is the folder's setting
+    ("Linux" in a folder of command pages, "Dendron" in its own docs), not a thing with a note of
+    its own, and is not counted."""
     names = question_names(question)
+    if common is not None and common_from > 0:
+        names = [n for n in names if common(n) < common_from]
     titles = [p.title for p in passages]
     return [n for n in names if not is_about(n, titles, question)], len(names)
 
@@ -119,7 +128,8 @@ class EvidenceCheck:
 
 
 def check_evidence(question: str, passages: Sequence[Passage], best: float | None,
-                   settings: AnswerSettings, min_share_about: float = MIN_SHARE_ABOUT) -> EvidenceCheck:
+                   settings: AnswerSettings, min_share_about: float = MIN_SHARE_ABOUT,
+                   common: MentionCount | None = None) -> EvidenceCheck:
     """The two rules of the module docstring; ``best``: the best evidence sentence's cosine, None if none."""
     if best is None:
         return EvidenceCheck("no evidence sentences") if settings.abstain_below > 0 else EvidenceCheck()
@@ -127,7 +137,7 @@ def check_evidence(question: str, passages: Sequence[Passage], best: float | Non
         return EvidenceCheck(f"the best evidence sentence scores {best:.2f} < answer.abstain_below "
                              f"{settings.abstain_below:g}")
     if settings.abstain_unnamed_below > 0 and best < settings.abstain_unnamed_below:
-        missing, named = names_without_note(question, passages)
+        missing, named = names_without_note(question, passages, common, settings.abstain_common_from)
         if named and (named - len(missing)) < min_share_about * named:
             shown = ", ".join(f"“{n}”" for n in missing[:3])
             return EvidenceCheck(f"no note found is about {shown}, and the best evidence sentence scores "

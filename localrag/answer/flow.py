@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from localrag.answer import (
     ABSTAIN_TEXT, Citation, build_citations, checked_reply, prompt_passages,
 )
-from localrag.answer.abstain import check_evidence
+from localrag.answer.abstain import MentionCount, check_evidence
 from localrag.answer.compare import NoteLookup
 from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence, split_units
 from localrag.answer.injection import followed_instruction, without_instructions
@@ -92,20 +92,23 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
             settings: AnswerSettings, *, n_passages: int, max_tokens: int, since: float,
             emit: Callable[[AskEvent], None], mode: str | None = None, short_prompt: bool = False,
             on_token: TokenSink | None = None, history: Sequence[Message] = (),
-            lookup: NoteLookup | None = None, links: NoteLinks | None = None) -> Composed:
+            lookup: NoteLookup | None = None, links: NoteLinks | None = None,
+            mentions: MentionCount | None = None) -> Composed:
     """The answer for ``question`` (``since``: perf_counter when it was asked, for elapsed times;
     ``history``: earlier turns of a conversation, placed before the passages of an open answer;
     ``lookup``: a note by its title, for the notes a comparison question names; ``links``: the
-    passages of the notes a sentence links to)."""
+    passages of the notes a sentence links to; ``mentions``: how many passages of the folder say a name)."""
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
     facts = path_facts(retrieval)
     evidence = rank_evidence(embedder, question, passages, facts=facts)
     linked = _linked(passages, evidence, links) if links is not None else []
     if linked:
-        passages += linked
-        evidence = rank_evidence(embedder, question, passages, facts=facts)
+        with_linked = rank_evidence(embedder, question, passages + linked, facts=facts)
+        if _closer(with_linked, evidence):
+            passages, evidence = passages + linked, with_linked
     evidence_ms = (time.perf_counter() - since) * 1000
-    check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings)
+    check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings,
+                           common=mentions)
     emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=check.weak,
                        quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))
     shape = classify(question)
@@ -158,6 +161,16 @@ def _linked(passages: list[Passage], evidence: Sequence[EvidenceSentence], links
                 given.add(p.id)
                 out.append(p)
     return out
+
+
+def _closer(with_linked: Sequence[EvidenceSentence], given: Sequence[EvidenceSentence]) -> bool:
+    """Whether a linked note holds the best evidence: its unit ranks first and is closer to the question
+    (cosine) than the given passages' first. Only then does it join, so a note that is merely linked
+    never pushes the given passages' best down."""
+    if not with_linked or not given:
+        return bool(with_linked)
+    top = with_linked[0]
+    return top.passage.id not in {e.passage.id for e in given} and top.similarity > given[0].similarity
 
 
 def _unless_it_obeyed(out: Composed, question: str, passages: list) -> None:

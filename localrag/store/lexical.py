@@ -47,3 +47,13 @@ class LexicalIndex:
             params,
         )
         return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def passages_saying(self, phrase: str, cap: int) -> int:
+        """How many passages hold ``phrase`` (its words in order), counted up to ``cap``."""
+        words = [w.lower() for w in _WORD.findall(phrase)]
+        if not words:
+            return 0
+        query = '"' + " ".join(words) + '"'
+        rows = self.s.query(
+            "SELECT count(*) FROM (SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? LIMIT ?)", (query, cap))
+        return int(rows[0][0])
