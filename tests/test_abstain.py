@@ -64,3 +64,17 @@ def test_a_question_that_names_nothing_rests_on_the_cosine_rule():
     settings = AnswerSettings(abstain_below=0.45, abstain_unnamed_below=0.6)
     assert not check_evidence("what should i pack for the trip?", [_note(1, "Packing list")], 0.5, settings).weak
     assert check_evidence("what should i pack for the trip?", [], None, settings).reason == "no evidence sentences"
+
+
+def test_a_name_the_whole_folder_says_is_its_setting_not_a_missing_note():
+    settings = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6, abstain_common_from=25)
+    question = "On Linux, how do I write an image to a USB stick and watch its progress?"
+    commands = [_note(1, "dd"), _note(2, "woeusb")]
+    said = {"Linux": 400, "USB": 30}  # a folder of command pages: both words everywhere
+    assert names_without_note(question, commands) == (["Linux", "USB"], 2)
+    assert check_evidence(question, commands, 0.55, settings).weak  # every name counts
+    assert not check_evidence(question, commands, 0.55, settings, common=lambda n: said.get(n, 0)).weak
+    rare = {"Linux": 3, "USB": 2}  # a name few passages say still needs its note
+    assert check_evidence(question, commands, 0.55, settings, common=lambda n: rare.get(n, 0)).weak
+    off = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6, abstain_common_from=0)
+    assert check_evidence(question, commands, 0.55, off, common=lambda n: said.get(n, 0)).weak
