@@ -36,7 +36,8 @@ class IndexSettings:
     skip_properties: list[str] = field(default_factory=lambda: ["id", "uid", "created", "updated", "modified",
                                                                 "date created", "date modified", "cssclass", "cssclasses"])
     extensions: list[str] = field(
-        default_factory=lambda: [".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm", ".pdf"]
+        default_factory=lambda: [".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm",
+                                 ".pdf", ".docx", ".pptx", ".odt", ".odp", ".epub", ".rtf"]
     )
     max_file_bytes: int = 20_000_000
     chunk_min_tokens: int = 100

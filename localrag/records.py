@@ -32,12 +32,18 @@ class Passage:
     heading: str
     text: str
     sha256: str
-    start_line: int
+    start_line: int  # 1-based lines of the note, or of a document's extracted text (what MCP `open` returns)
     end_line: int
+    locator: str = ""  # where a person finds a document's passage: "p. 12", "slide 3", "§ Results"; "" for notes
 
     @property
     def location(self) -> str:
-        return f"{self.path}:{self.start_line}-{self.end_line}"
+        """``notes/a.md:3-9``, or ``report.pdf p. 12`` for a document."""
+        return f"{self.path} {self.locator}" if self.locator else f"{self.path}:{self.start_line}-{self.end_line}"
+
+    def location_of_line(self, line: int) -> str:
+        """Where one line of the passage is: ``notes/a.md:5``, or the passage's locator in a document."""
+        return f"{self.path} {self.locator}" if self.locator else f"{self.path}:{line}"
 
 
 @dataclass(frozen=True)

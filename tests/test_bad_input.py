@@ -123,7 +123,8 @@ def test_pdf_loads_text(tmp_path):
         w.write(fh)
     with pytest.raises(SkipFile) as err:
         load_file(path, 10**6)
-    assert err.value.reason == "empty"  # a PDF with no text layer says so
+    assert err.value.reason == "no-text-layer"  # a PDF with no text layer says so
+    assert err.value.detail.startswith("no text layer (scanned?)")
 
 
 def test_question_on_empty_index_says_so(tmp_path, settings_for, embedder):

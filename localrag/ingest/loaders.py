@@ -5,8 +5,6 @@ from __future__ import annotations
 import codecs
 import errno
 import html.parser
-import io
-import logging
 import os
 import re
 import stat
@@ -14,11 +12,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from localrag.ingest.documents.formats import EXTRACTORS
+from localrag.ingest.documents.layout import DocumentUnreadable, Layout
 from localrag.ingest.frontmatter import parse_front_matter
 from localrag.records import NoteMeta
 
 TEXT_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "rst", ".org": "org",
-              ".html": "html", ".htm": "html", ".pdf": "pdf"}
+              ".html": "html", ".htm": "html"}
+# documents (PDF, Word, PowerPoint, OpenDocument, EPUB, RTF): ingest/documents/
+LOADABLE_SUFFIXES = frozenset(TEXT_KINDS) | frozenset(EXTRACTORS)
 
 # Reasons recorded for skipped files (shown by `localrag status`).
 TOO_LARGE = "too-large"
@@ -26,7 +28,6 @@ EMPTY = "empty"
 BINARY = "binary"
 BAD_ENCODING = "invalid-utf16"  # a BOM-marked UTF-16 file that does not decode (bad UTF-8 is shown as U+FFFD)
 UNREADABLE = "unreadable"
-PDF_ERROR = "pdf-error"
 UNSUPPORTED = "unsupported"
 VANISHED = "vanished"
 NOT_REGULAR = "not-a-regular-file"
@@ -49,6 +50,7 @@ class LoadedText:
     line_map: tuple[int, ...] | None = None
     meta: NoteMeta | None = None  # a Markdown note's front matter (title, aliases, tags, properties)
     warning: str = ""  # a problem the note is indexed despite (bytes that were not UTF-8)
+    layout: Layout | None = None  # a document's pages / slides / paragraphs per text line (Markdown text)
 
     def source_line(self, text_line: int) -> int:
         """1-based source line of 1-based text line."""
@@ -162,13 +164,14 @@ def load_file(path: Path, max_bytes: int) -> LoadedText:
 
 def load_data(path: Path, data: bytes) -> LoadedText:
     """Text of a file's bytes; ``path`` gives the type and the fallback title."""
-    kind = TEXT_KINDS.get(path.suffix.lower())
-    if kind is None:
+    suffix = path.suffix.lower()
+    kind = TEXT_KINDS.get(suffix)
+    if kind is None and suffix not in EXTRACTORS:
         raise SkipFile(UNSUPPORTED, f"no loader for {path.suffix or 'files without an extension'}")
     if not data.strip():
         raise SkipFile(EMPTY, "the file is empty")
-    if kind == "pdf":
-        loaded = _load_pdf(data)
+    if kind is None:
+        loaded = _load_document(suffix, data)
     elif kind == "html":
         decoded = decode_text(data)
         loaded = replace(_load_html(decoded.text), warning=decoded.warning)
@@ -263,31 +266,10 @@ def _load_html(source: str) -> LoadedText:
     return LoadedText(text=text, kind="html", title=title, line_map=tuple(n for _, n in lines))
 
 
-def _load_pdf(data: bytes) -> LoadedText:
+def _load_document(suffix: str, data: bytes) -> LoadedText:
+    kind, extract = EXTRACTORS[suffix]
     try:
-        from pypdf import PdfReader  # loaded only for a PDF
-    except ImportError as exc:  # pragma: no cover - pypdf is a dependency
-        raise SkipFile(PDF_ERROR, "pypdf is not installed") from exc
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                reader.decrypt("")
-            except Exception as exc:
-                raise SkipFile(PDF_ERROR, "the PDF is encrypted") from exc
-        pages = [page.extract_text() or "" for page in reader.pages]
-        title = ""
-        meta = reader.metadata
-        if meta is not None and meta.title:
-            title = str(meta.title).strip()
-    except SkipFile:
-        raise
-    except Exception as exc:
-        raise SkipFile(PDF_ERROR, f"the PDF could not be parsed: {type(exc).__name__}: {exc}") from exc
-    parts = []
-    for number, page in enumerate(pages, start=1):
-        body = page.replace("\r\n", "\n").replace("\x00", "").strip()
-        if body:
-            parts.append(f"## Page {number}\n\n{body}")
-    return LoadedText(text="\n\n".join(parts), kind="pdf", title=title)
+        extracted = extract(data)
+    except DocumentUnreadable as exc:
+        raise SkipFile(exc.reason, exc.detail) from exc
+    return LoadedText(text=extracted.text, kind=kind, title=extracted.title, layout=extracted.layout)

@@ -28,6 +28,7 @@ from localrag.records import NoteMeta
 from localrag.ingest.ignore import folder_patterns
 from localrag.ingest.loaders import FAILED, UNREADABLE, LoadedText, SkipFile, load_data, read_bytes
 from localrag.ingest.markdown import inline_tags, link_hrefs
+from localrag.ingest.places import chunk_document, locator
 from localrag.ingest.window import fit_window
 from localrag.ingest.walker import FoundFile, walk
 from localrag.records import SkippedFile
@@ -80,7 +81,7 @@ class _Plan:
     sha: str
     kind: str
     title: str
-    chunks: list[tuple[Chunk, int, int]]  # chunk, source start line, source end line
+    chunks: list[tuple[Chunk, int, int, str]]  # chunk, source start line, source end line, locator (documents)
     doc_id: int | None
     meta: NoteMeta | None = None  # front matter (Markdown)
     tags: tuple[str, ...] = ()  # inline #tags of the whole note
@@ -223,14 +224,22 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
         report.moved += 1
         report.passages_kept += len(store.docs.passage_hashes(old.id))
         return None
-    chunks = chunk_text(loaded.text, loaded.kind, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
+    chunks = _chunks(loaded, settings)
     chunks = fit_window(chunks, loaded.text, embedder)  # no text past the embedder's window
     if chunks and loaded.meta is not None and loaded.meta.description:
         # front matter is not passage text, but its summary says what the note is about (docs/vault.md)
         chunks[0] = replace(chunks[0], note_context=loaded.meta.description)
-    mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line)) for c in chunks]
+    layout = loaded.layout
+    mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line), locator(c, layout) if layout else "")
+              for c in chunks]
     tags = tuple(inline_tags(loaded.text)) if loaded.kind == "markdown" else ()
     return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, _note_meta(loaded), tags)
+
+
+def _chunks(loaded: LoadedText, settings: IndexSettings) -> list[Chunk]:
+    if loaded.layout is not None:  # a document: Markdown from its extractor, pages and slides apart
+        return chunk_document(loaded.text, loaded.layout, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
+    return chunk_text(loaded.text, loaded.kind, loaded.title, settings.chunk_min_tokens, settings.chunk_max_tokens)
 
 
 def _note_meta(loaded: LoadedText) -> NoteMeta | None:
@@ -294,7 +303,7 @@ class _EmbedPipeline:
         needed: dict[str, str] = {}
         for plan in plans:
             old = {sha for _, sha, _ in self.store.docs.passage_hashes(plan.doc_id)} if plan.doc_id else set()
-            for chunk, _, _ in plan.chunks:
+            for chunk, _, _, _ in plan.chunks:
                 if chunk.sha256 not in old:
                     needed[chunk.sha256] = chunk.embed_text
         vectors = self.store.vectors.by_sha(list(needed))
@@ -355,9 +364,9 @@ def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], repor
         for pid, sha, _ in old:
             free[sha].append(pid)
         inserts: list[tuple[int, np.ndarray]] = []
-        for ordinal, (chunk, start, end) in enumerate(plan.chunks):
+        for ordinal, (chunk, start, end, place) in enumerate(plan.chunks):
             new = NewPassage(ordinal, chunk.heading, chunk.text, chunk.sha256, start, end, chunk.tokens,
-                             tuple(link_hrefs(chunk.text)))
+                             tuple(link_hrefs(chunk.text)), place)
             if free.get(chunk.sha256):
                 store.docs.move_passage(free[chunk.sha256].pop(0), new)
                 report.passages_kept += 1

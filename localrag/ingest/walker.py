@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from localrag.ingest import ignore as ignore_rules
-from localrag.ingest.loaders import NOT_REGULAR, TEXT_KINDS, UNREADABLE
+from localrag.ingest.loaders import LOADABLE_SUFFIXES, NOT_REGULAR, UNREADABLE
 
 STATE_DIR = ".localrag"
 OUTSIDE_ROOT = "outside-root"
@@ -86,7 +86,7 @@ def is_candidate(rel: str, extensions: list[str], patterns: list[str]) -> bool:
     parts = rel.split("/")
     if any(p.startswith(".") for p in parts):
         return False
-    if os.path.splitext(rel)[1].lower() not in extensions or os.path.splitext(rel)[1].lower() not in TEXT_KINDS:
+    if os.path.splitext(rel)[1].lower() not in extensions or os.path.splitext(rel)[1].lower() not in LOADABLE_SUFFIXES:
         return False
     return not is_ignored(rel, patterns)
 

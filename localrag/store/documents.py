@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from localrag.store.db import Store
 
 _PASSAGE_COLS = (
-    "p.id, p.doc_id, d.path, d.title, p.ordinal, p.heading, p.text, p.sha256, p.start_line, p.end_line"
+    "p.id, p.doc_id, d.path, d.title, p.ordinal, p.heading, p.text, p.sha256, p.start_line, p.end_line, p.locator"
 )
 
 
@@ -35,6 +35,7 @@ class NewPassage:
     end_line: int
     tokens: int
     links: tuple[str, ...] = ()  # hrefs of its Markdown links to other notes (ingest.markdown.link_hrefs)
+    locator: str = ""  # a document's page / slide / heading ("p. 12"); "" for a note (cited by lines)
 
 
 class Documents:
@@ -95,8 +96,9 @@ class Documents:
 
     def insert_passage(self, doc_id: int, title: str, p: NewPassage) -> int:
         cur = self.s.execute(
-            "INSERT INTO passages(doc_id, ordinal, heading, text, sha256, start_line, end_line, tokens) VALUES(?,?,?,?,?,?,?,?)",
-            (doc_id, p.ordinal, p.heading, p.text, p.sha256, p.start_line, p.end_line, p.tokens),
+            "INSERT INTO passages(doc_id, ordinal, heading, text, sha256, start_line, end_line, tokens, locator) "
+            "VALUES(?,?,?,?,?,?,?,?,?)",
+            (doc_id, p.ordinal, p.heading, p.text, p.sha256, p.start_line, p.end_line, p.tokens, p.locator),
         )
         pid = int(cur.lastrowid)
         self.s.execute("INSERT INTO passages_fts(rowid, title, heading, text) VALUES(?,?,?,?)", (pid, title, p.heading, p.text))
@@ -104,10 +106,10 @@ class Documents:
         return pid
 
     def move_passage(self, passage_id: int, p: NewPassage) -> None:
-        """Same text, new place in the document (ordinal and line range)."""
+        """Same text, new place in the document (ordinal, line range, locator)."""
         self.s.execute(
-            "UPDATE passages SET ordinal = ?, heading = ?, start_line = ?, end_line = ? WHERE id = ?",
-            (p.ordinal, p.heading, p.start_line, p.end_line, passage_id),
+            "UPDATE passages SET ordinal = ?, heading = ?, start_line = ?, end_line = ?, locator = ? WHERE id = ?",
+            (p.ordinal, p.heading, p.start_line, p.end_line, p.locator, passage_id),
         )
         self._add_links(passage_id, p.links)  # already there, except in an index older than the link table
 

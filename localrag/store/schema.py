@@ -460,6 +460,16 @@ CREATE INDEX IF NOT EXISTS documents_title ON documents(title COLLATE NOCASE);
 """
 
 
+def _passage_locators(dim: int) -> str:
+    """Where a person finds a document's passage (``p. 12``, ``slide 3``, ``§ Results``): a PDF's
+    passages were cited by lines of pypdf's text, which the file does not have, so every PDF is
+    read again (size -1 and no hash: the next sync extracts it; a passage whose text did not change keeps its id)."""
+    return """
+ALTER TABLE passages ADD COLUMN locator TEXT NOT NULL DEFAULT '';
+UPDATE documents SET size = -1, sha256 = '' WHERE kind = 'pdf';
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -472,5 +482,6 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "sessions", _sessions),
     Migration(10, "memory_feedback", _memory_feedback),
     Migration(11, "document_titles", _document_titles),
+    Migration(12, "passage_locators", _passage_locators),
 ]
 

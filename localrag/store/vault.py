@@ -14,7 +14,8 @@ from localrag.records import NoteMeta
 if TYPE_CHECKING:
     from localrag.store.db import Store
 
-NOTE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm", ".pdf")
+NOTE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".org", ".html", ".htm",
+                 ".pdf", ".docx", ".pptx", ".odt", ".odp", ".epub", ".rtf")
 FILE_NAME = "file"
 ALIAS = "alias"
 

@@ -1,0 +1,62 @@
+"""What an extractor hands back: the document as Markdown, and where in the document each line is.
+
+A person finds a passage of a PDF by its page, of a deck by its slide, of a Word file or an
+e-book by its heading. ``Layout.units[i]`` is the page, slide, chapter or paragraph (1-based)
+that text line ``i + 1`` came from; the passage's locator is built from it (ingest/places.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAGE = "page"
+SLIDE = "slide"
+CHAPTER = "chapter"
+PARAGRAPH = "paragraph"
+
+# units a passage never spans: each page, slide or chapter is chunked on its own
+SEPARATE_UNITS = frozenset({PAGE, SLIDE, CHAPTER})
+_LABELS = {PAGE: "p. {}", SLIDE: "slide {}", CHAPTER: "ch. {}", PARAGRAPH: "¶ {}"}
+
+# Reasons recorded for documents that are skipped (shown by `localrag status`)
+PDF_ERROR = "pdf-error"
+DOCUMENT_ERROR = "document-error"  # a Word / PowerPoint / OpenDocument / EPUB / RTF file that cannot be read
+ENCRYPTED = "encrypted"
+NO_TEXT_LAYER = "no-text-layer"
+UNPACKS_TOO_LARGE = "unpacks-too-large"
+
+
+class DocumentUnreadable(Exception):
+    """A document that cannot be indexed, with a reason key and a sentence for the person."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Layout:
+    unit: str  # PAGE | SLIDE | CHAPTER | PARAGRAPH
+    units: tuple[int, ...]  # units[i]: the unit text line i + 1 came from
+    by_heading: bool = False  # the locator names the heading a passage starts under, when it has one
+
+    @property
+    def separate(self) -> bool:
+        return self.unit in SEPARATE_UNITS
+
+    def unit_at(self, line: int) -> int:
+        """The unit of 1-based text line ``line`` (the last one past the end)."""
+        if not self.units:
+            return 1
+        return self.units[min(max(line, 1), len(self.units)) - 1]
+
+    def label(self, number: int) -> str:
+        return _LABELS[self.unit].format(number)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    text: str  # Markdown: headings, paragraphs, list items, tables
+    title: str  # the document's own title ("" when it has none)
+    layout: Layout

@@ -1,0 +1,77 @@
+"""Passages of a document (PDF, Word, deck, e-book) and the locator a person finds each one by.
+
+A document's text is Markdown written by its extractor (ingest/documents/), chunked as Markdown;
+a page, slide or chapter is chunked on its own, so a passage never spans two and its locator is
+exact: ``p. 12``, ``slide 3``. Word, OpenDocument and EPUB passages are found by the heading they
+start under (``§ Results``), or by their paragraph or chapter number when no heading is above them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from localrag.ingest.chunker import Chunk, chunk_text
+from localrag.ingest.documents.layout import Layout
+
+HEADING_SEPARATOR = " > "
+_ATX_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
+
+
+def chunk_document(text: str, layout: Layout, title: str, min_tokens: int, max_tokens: int) -> list[Chunk]:
+    if not layout.separate:
+        return chunk_text(text, "markdown", title, min_tokens, max_tokens)
+    lines = text.split("\n")
+    chunks: list[Chunk] = []
+    for first, last in unit_runs(layout, len(lines)):
+        part = "\n".join(lines[first - 1:last])
+        if not part.strip():
+            continue
+        offset = first - 1
+        for chunk in chunk_text(part, "markdown", title, min_tokens, max_tokens):
+            chunks.append(replace(chunk, start_line=chunk.start_line + offset, end_line=chunk.end_line + offset))
+    return chunks
+
+
+def unit_runs(layout: Layout, line_count: int) -> list[tuple[int, int]]:
+    """(first, last) 1-based text lines of each run of lines from one unit, in order."""
+    runs: list[tuple[int, int]] = []
+    start = 1
+    for line in range(2, line_count + 1):
+        if layout.unit_at(line) != layout.unit_at(start):
+            runs.append((start, line - 1))
+            start = line
+    if line_count:
+        runs.append((start, line_count))
+    return runs
+
+
+def locator(chunk: Chunk, layout: Layout) -> str:
+    """``p. 12`` / ``slide 3`` / ``§ Heading`` / ``¶ 7–9`` / ``ch. 2`` for the passage ``chunk``."""
+    if layout.by_heading:
+        heading = _heading_at_start(chunk)
+        if heading:
+            return f"§ {heading}"
+    first, last = layout.unit_at(chunk.start_line), layout.unit_at(chunk.end_line)
+    if first == last or layout.separate:
+        return layout.label(first)
+    return f"{layout.label(first)}–{last}"
+
+
+def _heading_at_start(chunk: Chunk) -> str:
+    """The heading a person looks for: the innermost one the passage opens with (small sections
+    merge, so a passage may open with its document's title and a section heading), else the
+    innermost of its heading path. The first part of that path is the title, not a heading."""
+    opening = ""
+    for line in chunk.text.split("\n"):
+        if not line.strip():
+            continue
+        m = _ATX_HEADING.match(line)
+        if m is None:
+            break
+        opening = m.group(1)
+    parts = [p for p in chunk.heading.split(HEADING_SEPARATOR) if p]
+    title = parts[0] if parts else ""
+    if opening and opening != title:
+        return opening
+    return parts[-1] if len(parts) > 1 else ""

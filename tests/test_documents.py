@@ -1,0 +1,160 @@
+"""Documents (PDF, Word, PowerPoint, OpenDocument, EPUB, RTF): each loader keeps the known sentence,
+its table as rows and the place a person finds it; a folder of them indexes completely and a
+question finds each document's passage with its locator; broken, encrypted and scanned files are
+skipped with their reason; an edited document keeps its unchanged passages."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from document_fixtures import (KNOWN, docx_bytes, epub_bytes, odp_bytes, odt_bytes, pdf_bytes, pptx_bytes, rtf_bytes,
+                               scanned_pdf_bytes, write_documents)
+
+from localrag.api import Assistant, Index
+from localrag.ingest.documents import packages
+from localrag.ingest.loaders import SkipFile, load_data
+from localrag.ingest.places import chunk_document, locator
+
+WRITERS = {"pdf": pdf_bytes, "docx": docx_bytes, "pptx": pptx_bytes, "odt": odt_bytes, "odp": odp_bytes,
+           "epub": epub_bytes, "rtf": rtf_bytes}
+TITLES = {"pdf": "The Orwell Lighthouse", "docx": "The Harrowgate Bridge", "pptx": "Orchards of the Tamar",
+          "odt": "The Kestrel Street Bakery", "odp": "Murrowby Glass", "epub": "The Voyage of the Pellucid",
+          "rtf": "The Dunmere Choir"}
+
+
+def _passages(kind: str):
+    known = KNOWN[kind]
+    loaded = load_data(Path(known.name), WRITERS[kind]())
+    assert loaded.layout is not None
+    chunks = chunk_document(loaded.text, loaded.layout, loaded.title, 100, 300)
+    return loaded, [(c, locator(c, loaded.layout)) for c in chunks]
+
+
+@pytest.mark.parametrize("kind", sorted(KNOWN))
+def test_each_loader_keeps_the_sentence_its_place_the_table_and_the_title(kind):
+    known = KNOWN[kind]
+    loaded, passages = _passages(kind)
+    assert loaded.kind == kind and loaded.title == TITLES[kind]
+    holding = [place for chunk, place in passages if known.sentence in " ".join(chunk.text.split())]
+    assert holding == [known.locator]
+    row = " | ".join(known.table_row)
+    if kind == "pdf":  # a PDF has no table structure: PDFium gives a row as one line, cells in order
+        assert " ".join(known.table_row) in loaded.text.split("\n")
+    else:
+        assert f"| {row} |" in loaded.text.split("\n")
+
+
+def test_headings_become_the_heading_path_and_lists_stay_items():
+    _, passages = _passages("docx")
+    restoration = next(c for c, _ in passages if KNOWN["docx"].sentence in c.text)
+    assert restoration.heading == "The Harrowgate Bridge > Restoration"
+    loaded = load_data(Path("bridge.docx"), docx_bytes())
+    assert "- Stone piers from an older crossing\n- Iron girders cast in Leeds" in loaded.text
+    _, slides = _passages("pptx")
+    assert [c.heading for c, place in slides if place == "slide 2"] == ["Orchards of the Tamar > Harvest calendar"]
+    assert any("Mention the cider presses." in c.text for c, place in slides if place == "slide 2")  # speaker notes
+
+
+def test_a_page_or_slide_is_never_split_across_passages_and_each_cites_its_own():
+    _, pages = _passages("pdf")
+    assert [place for _, place in pages] == ["p. 1", "p. 2", "p. 3"]
+
+
+def test_a_300_page_pdf_is_read_in_seconds():
+    data = pdf_bytes(pages=300)
+    started, cpu = time.perf_counter(), time.process_time()
+    loaded = load_data(Path("long.pdf"), data)
+    chunks = chunk_document(loaded.text, loaded.layout, loaded.title, 100, 300)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    places = [locator(c, loaded.layout) for c in chunks]
+    assert places[0] == "p. 1" and places[-1] == "p. 300" and len(set(places)) == 300
+    assert wall < 10, f"300 pages took {wall:.1f} s wall, {cpu:.1f} s CPU"  # ~1 s on 2 loaded cores
+
+
+@pytest.mark.parametrize(("name", "data", "reason", "says"), [
+    ("secret.pdf", lambda: pdf_bytes(encrypt_with="hunter2"), "encrypted", "needs a password"),
+    ("scan.pdf", scanned_pdf_bytes, "no-text-layer", "no text layer (scanned?)"),
+    ("broken.docx", lambda: docx_bytes()[:3000], "document-error", "zip container is damaged"),
+    ("not-a-deck.pptx", lambda: b"this is plain text, not a deck", "document-error", "not a readable .pptx"),
+    ("broken.odt", lambda: odt_bytes()[:-200], "document-error", "not a readable .odt"),
+    ("broken.epub", lambda: _zip({"mimetype": "application/epub+zip"}), "document-error", "container.xml"),
+    ("plain.rtf", lambda: b"just words", "document-error", "does not start with {\\rtf"),
+])
+def test_a_file_that_cannot_be_read_is_skipped_with_its_reason(name, data, reason, says):
+    with pytest.raises(SkipFile) as err:
+        load_data(Path(name), data())
+    assert err.value.reason == reason and says in err.value.detail
+
+
+def test_a_zip_that_unpacks_past_the_limit_is_refused_before_it_is_parsed(monkeypatch):
+    monkeypatch.setattr(packages, "MAX_UNPACKED_BYTES", 1_000_000)
+    bomb = _zip({"word/document.xml": "<w/>" + " " * 2_000_000})  # 2 MB of spaces pack to a few KB
+    assert len(bomb) < 20_000
+    with pytest.raises(SkipFile) as err:
+        load_data(Path("bomb.docx"), bomb)
+    assert err.value.reason == "unpacks-too-large"
+
+
+def test_drm_encrypted_epub_is_skipped():
+    data = io.BytesIO(epub_bytes())
+    with zipfile.ZipFile(data, "a") as z:
+        z.writestr("META-INF/encryption.xml",
+                   '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+                   'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData><enc:CipherData>'
+                   '<enc:CipherReference URI="OEBPS/text/c2.xhtml"/></enc:CipherData></enc:EncryptedData></encryption>')
+    with pytest.raises(SkipFile) as err:
+        load_data(Path("locked.epub"), data.getvalue())
+    assert err.value.reason == "encrypted"
+
+
+def _zip(parts: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in parts.items():
+            z.writestr(name, text)
+    return buf.getvalue()
+
+
+# -- the folder, indexed ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def documents_index(tmp_path, settings_for, embedder):
+    folder = tmp_path / "documents"
+    write_documents(folder)
+    (folder / "secret.pdf").write_bytes(pdf_bytes(encrypt_with="hunter2"))
+    (folder / "broken.docx").write_bytes(docx_bytes()[:3000])
+    idx = Index(settings_for(folder), embedder)
+    report = idx.sync()
+    yield idx, report
+    idx.close()
+
+
+def test_the_folder_indexes_completely_and_each_question_finds_its_document_and_place(documents_index):
+    idx, report = documents_index
+    assert {s.path: s.reason for s in report.skipped} == {"secret.pdf": "encrypted", "broken.docx": "document-error"}
+    assert set(idx.store.docs.all()) == {k.name for k in KNOWN.values()}
+    assistant = Assistant(idx, llm=object())
+    for kind, known in KNOWN.items():
+        top = assistant.retrieve(known.question, strategy="hybrid", k=3).passages[:3]
+        found = [sp.passage for sp in top if sp.passage.path == known.name]
+        assert found, (kind, [sp.passage.location for sp in top])
+        assert found[0].location == f"{known.name} {known.locator}"
+        assert known.sentence in " ".join(found[0].text.split())
+
+
+def test_an_edited_document_keeps_its_unchanged_passages(documents_index):
+    idx, _ = documents_index
+    path = idx.folder / KNOWN["docx"].name
+    before = {p.sha256: p.id for p in idx.store.docs.passages_of(path.name)}
+    path.write_bytes(docx_bytes(extra_paragraph="The new railings were forged in Sheffield."))
+    report = idx.sync()
+    after = idx.store.docs.passages_of(path.name)
+    assert report.updated == 1 and report.passages_added == 1 and report.passages_removed == 1
+    kept = [p for p in after if p.sha256 in before]
+    assert len(kept) == len(after) - 1 and all(before[p.sha256] == p.id for p in kept)
+    assert any("Sheffield" in p.text and p.locator == "§ Restoration" for p in after)
