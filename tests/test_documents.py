@@ -158,3 +158,43 @@ def test_an_edited_document_keeps_its_unchanged_passages(documents_index):
     kept = [p for p in after if p.sha256 in before]
     assert len(kept) == len(after) - 1 and all(before[p.sha256] == p.id for p in kept)
     assert any("Sheffield" in p.text and p.locator == "§ Restoration" for p in after)
+
+
+# -- where a document's passage is shown: status, the TUI, MCP ----------------------------------
+
+
+def test_status_counts_documents_per_format(documents_index):
+    idx, _ = documents_index
+    assert idx.status().by_kind == {kind: 1 for kind in KNOWN}
+
+
+def test_mcp_open_gives_a_documents_page_by_its_locator_and_by_its_lines(documents_index, embedder):
+    from localrag.mcp_server.tools import NotesTools, ServerOptions  # the MCP layer, for this test only
+
+    idx, _ = documents_index
+    tools = NotesTools(idx.settings, ServerOptions(readonly=True), embedder=embedder)
+    try:
+        page = tools.open("lighthouse.pdf", "p. 2")
+        assert page["location"] == "lighthouse.pdf p. 2" and KNOWN["pdf"].sentence in page["text"]
+        assert "Page 3" not in page["text"]
+        cited = next(p for p in idx.store.docs.passages_of("voyage.epub") if KNOWN["epub"].sentence in p.text)
+        opened = tools.open("voyage.epub", f"{cited.start_line}-{cited.end_line}")
+        assert opened["text"].strip() == cited.text.strip() and opened["location"] == "voyage.epub ch. 2"
+        found = tools.search(KNOWN["pptx"].question, k=3)["passages"]
+        assert any(r["location"] == "orchard.pptx slide 2" and r["locator"] == "slide 2" for r in found)
+    finally:
+        tools.close()
+
+
+def test_the_tui_shows_a_documents_passage_under_its_locator(documents_index):
+    from localrag.answer import Citation  # the TUI's citation record
+    from localrag.tui.chat import citation_label  # Textual widgets, for this test only
+    from localrag.tui.source import render_source  # Textual widgets, for this test only
+
+    idx, _ = documents_index
+    passage = next(p for p in idx.store.docs.passages_of("lighthouse.pdf") if KNOWN["pdf"].sentence in p.text)
+    citation = Citation(1, passage, cited=True)
+    assert "lighthouse.pdf p. 2" in citation_label(citation).plain
+    table, note = render_source(citation, idx.folder)
+    assert note == "a .pdf document is shown as its indexed text"
+    assert table.row_count == len(passage.text.splitlines())

@@ -64,7 +64,8 @@ class EvidenceSentence:
 
     @property
     def location(self) -> str:
-        return f"{self.passage.path}:{self.line}"
+        """``note.md:12``, or a document's ``report.pdf p. 3`` (its passage's locator)."""
+        return self.passage.location_of_line(self.line)
 
     def to_json(self) -> dict:
         return {"text": self.text, "path": self.passage.path, "line": self.line, "location": self.location,

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({
             "folder": st.folder, "db": st.db_path, "db_bytes": st.db_bytes, "documents": st.documents,
+            "documents_by_kind": st.by_kind,
             "passages": st.passages, "embedded": st.embedded, "embedder": st.embedder, "model": model,
             "schema_version": st.schema_version, "graph": st.extra,
             "check": {"ran": check.ran, "result": check.result, "due": check.due, "seconds": round(check.seconds, 3)},
@@ -55,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     t.add_column()
     t.add_row("folder", st.folder)
     t.add_row("index", f"{st.db_path} ({human_bytes(st.db_bytes)}, schema v{st.schema_version})")
-    t.add_row("documents", str(st.documents))
+    kinds = ", ".join(f"{kind} {n}" for kind, n in st.by_kind.items())
+    t.add_row("documents", f"{st.documents} ({kinds})" if kinds else str(st.documents))
     t.add_row("passages", f"{st.passages} ({st.embedded} embedded with {st.embedder})")
     for key, value in st.extra.items():
         t.add_row(key.replace("_", " "), str(value))

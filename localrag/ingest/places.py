@@ -52,10 +52,9 @@ def locator(chunk: Chunk, layout: Layout) -> str:
         heading = _heading_at_start(chunk)
         if heading:
             return f"§ {heading}"
-    first, last = layout.unit_at(chunk.start_line), layout.unit_at(chunk.end_line)
-    if first == last or layout.separate:
-        return layout.label(first)
-    return f"{layout.label(first)}–{last}"
+    if layout.separate:
+        return layout.label(layout.unit_at(chunk.start_line))
+    return range_locator(layout, chunk.start_line, chunk.end_line)
 
 
 def _heading_at_start(chunk: Chunk) -> str:
@@ -75,3 +74,23 @@ def _heading_at_start(chunk: Chunk) -> str:
     if opening and opening != title:
         return opening
     return parts[-1] if len(parts) > 1 else ""
+
+
+_PLACE = re.compile(r"^\s*(?:p\.|pp\.|page|slide|ch\.|chapter|¶)\s*(\d+)\s*$", re.I)
+
+
+def place_lines(layout: Layout, place: str) -> tuple[int, int] | None:
+    """The text lines of the unit ``place`` names ("p. 12", "slide 3", "ch. 2", "¶ 7"); None when
+    ``place`` names no unit (a line range, say) or a unit the document does not have."""
+    m = _PLACE.match(place)
+    if m is None:
+        return None
+    number = int(m.group(1))
+    lines = [i + 1 for i, unit in enumerate(layout.units) if unit == number]
+    return (lines[0], lines[-1]) if lines else None
+
+
+def range_locator(layout: Layout, start: int, end: int) -> str:
+    """``p. 12`` or ``p. 12–13``: the units text lines ``start``..``end`` come from."""
+    first, last = layout.unit_at(start), layout.unit_at(end)
+    return layout.label(first) if first == last else f"{layout.label(first)}–{last}"

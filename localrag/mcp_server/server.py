@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 INSTRUCTIONS = (
     "Search and question the user's notes folder, indexed by localrag (offline, with a knowledge graph). "
     "`search` returns ranked passages with path:lines and scores; `ask` answers from the notes with numbered "
-    "citations; `open` shows a note's lines (cite what you use as path:lines); `status` tells what is indexed. "
+    "citations; `open` shows a note's lines (cite what you use as path:lines, or a document's path and page "
+    "as its citation gives it: report.pdf p. 12); `status` tells what is indexed. "
     "Filters: tag:NAME (nested tags included), path:FOLDER/, -path:FOLDER/."
 )
 
@@ -92,10 +93,13 @@ def build_server(tools: NotesTools, tainted: set[str] | None = None) -> MCPServe
         return await _run(ctx, lambda progress: tools.status(), tainted=tainted)
 
     @server.tool(name="open", description="The text of an indexed note, or of a line range of it (e.g. lines "
-                 "'12-20', as in a citation's path:lines). Only notes inside the folder can be opened.")
+                 "'12-20', as in a citation's path:lines). A document (PDF, Word, slides, EPUB, RTF) gives its "
+                 "indexed text; 'p. 12' or 'slide 3', as in its citation, picks that page or slide. Only notes "
+                 "inside the folder can be opened.")
     async def open_note(
         path: Annotated[str, Field(description="the note's path relative to the notes folder")],
-        lines: Annotated[str, Field(description="'START-END' or 'LINE'; empty for the start of the note")] = "",
+        lines: Annotated[str, Field(description="'START-END' or 'LINE' (or a document's 'p. 12' / 'slide 3'); "
+                                                "empty for the start of the note")] = "",
         ctx: Context | None = None,
     ) -> dict:
         return await _run(ctx, lambda p, ln, progress: tools.open(p, ln), path, lines, tainted=tainted)

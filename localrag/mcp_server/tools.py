@@ -15,6 +15,9 @@ from typing import Callable
 
 from localrag.api import Assistant, EmptyIndexError, Index
 from localrag.config import Settings
+from localrag.ingest.documents.formats import DOCUMENT_KINDS
+from localrag.ingest.loaders import SkipFile, load_file
+from localrag.ingest.places import place_lines, range_locator
 from localrag.retrieve import strategy_names
 from localrag.retrieve.filters import FilterError, parse_where
 from localrag.store.vault import PassageFilter
@@ -140,7 +143,8 @@ class NotesTools:
             "filter": where.describe() if where else "",
             "citations": [
                 {"n": c.number, "location": c.location, "path": c.passage.path, "start_line": c.passage.start_line,
-                 "end_line": c.passage.end_line, "title": c.passage.title, "cited": c.cited, "inferred": c.inferred}
+                 "end_line": c.passage.end_line, "locator": c.passage.locator, "title": c.passage.title,
+                 "cited": c.cited, "inferred": c.inferred}
                 for c in by_number.values()
             ],
             "evidence": [passage_json(i + 1, sp.passage, sp.score, sp.source)
@@ -154,7 +158,7 @@ class NotesTools:
         with self._lock:
             st = self.index.status()
         return {
-            "folder": st.folder, "documents": st.documents, "passages": st.passages, "embedded": st.embedded,
+            "folder": st.folder, "documents": st.documents, "documents_by_kind": st.by_kind, "passages": st.passages, "embedded": st.embedded,
             "embedder": st.embedder, "schema_version": st.schema_version, "db_bytes": st.db_bytes,
             "graph": st.extra, "readonly": self.options.readonly, "strategies": ["auto", *strategy_names()],
             "skipped": [{"path": s.path, "reason": s.reason, "detail": s.detail} for s in st.skipped],
@@ -166,6 +170,8 @@ class NotesTools:
         doc = self.index.store.docs.get(rel)
         if doc is None:
             raise ToolRefused(f"{rel} is not an indexed note of this folder (see the status tool)")
+        if doc.kind in DOCUMENT_KINDS:
+            return self._open_document(rel, doc.title, lines)
         try:
             text = (self.folder / rel).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
@@ -174,6 +180,21 @@ class NotesTools:
         start, end = self._range(lines, len(all_lines))
         return {"path": rel, "start_line": start, "end_line": end, "location": f"{rel}:{start}-{end}",
                 "title": doc.title, "total_lines": len(all_lines), "text": "\n".join(all_lines[start - 1:end])}
+
+    def _open_document(self, rel: str, title: str, lines: str) -> dict:
+        """A PDF, Word file, deck or e-book as its indexed text (the lines its citations count), a page
+        or slide picked by its locator ("p. 12") or a line range."""
+        try:
+            loaded = load_file(self.folder / rel, self.settings.index.max_file_bytes)
+        except SkipFile as exc:
+            raise ToolRefused(f"{rel} cannot be read now: {exc.detail}") from exc
+        all_lines = loaded.text.split("\n")
+        picked = place_lines(loaded.layout, lines) if loaded.layout is not None else None
+        start, end = picked or self._range(lines, len(all_lines))
+        end = min(end, start + MAX_OPEN_LINES - 1)
+        place = range_locator(loaded.layout, start, end) if loaded.layout is not None else f"{start}-{end}"
+        return {"path": rel, "start_line": start, "end_line": end, "locator": place, "location": f"{rel} {place}",
+                "title": title, "total_lines": len(all_lines), "text": "\n".join(all_lines[start - 1:end])}
 
     def _inside(self, path: str) -> str:
         """The folder-relative POSIX path, refusing anything that would leave the folder."""
@@ -213,4 +234,4 @@ class NotesTools:
 
 def passage_json(rank: int, p, score: float, source: str) -> dict:
     return {"rank": rank, "location": p.location, "path": p.path, "start_line": p.start_line, "end_line": p.end_line,
-            "title": p.title, "heading": p.heading, "score": round(float(score), 6), "source": source, "text": p.text}
+            "locator": p.locator, "title": p.title, "heading": p.heading, "score": round(float(score), 6), "source": source, "text": p.text}

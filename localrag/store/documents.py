@@ -89,6 +89,11 @@ class Documents:
     def count(self) -> int:
         return int(self.s.one("SELECT COUNT(*) FROM documents")[0])
 
+    def count_by_kind(self) -> dict[str, int]:
+        """Documents per kind (markdown, pdf, docx, ...), most first."""
+        rows = self.s.query("SELECT kind, COUNT(*) FROM documents GROUP BY kind ORDER BY COUNT(*) DESC, kind")
+        return {str(kind): int(n) for kind, n in rows}
+
     # -- passages -------------------------------------------------------------
     def passage_hashes(self, doc_id: int) -> list[tuple[int, str, int]]:
         """(id, sha256, ordinal) of a document's passages."""

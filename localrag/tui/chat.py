@@ -30,7 +30,7 @@ def citation_label(c: Citation) -> Text:
     label = Text(f"[{c.number}] ", style="bold")
     label.append("cited  " if c.cited else "context", style="green" if c.cited else "dim")
     label.append(f"  {p.path}", style="bold")
-    label.append(f":{p.start_line}-{p.end_line}")
+    label.append(f" {p.locator}" if p.locator else f":{p.start_line}-{p.end_line}")
     if p.heading:
         label.append(f"  {p.heading}", style="italic dim")
     return label

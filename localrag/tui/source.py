@@ -1,4 +1,5 @@
-"""The citation panel: the cited passage in its file, cited lines highlighted."""
+"""The citation panel: the cited passage in its file, cited lines highlighted; a document's passage
+(PDF, Word, deck, e-book) as its indexed text, under its locator ("p. 12", "slide 3")."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def read_lines(folder: Path, rel: str) -> tuple[list[str] | None, str]:
     """The file's lines, or None and why not (gone, binary kind, unreadable)."""
     path = folder / fs_name(rel)  # an undecodable name is indexed under its display form
     if path.suffix.lower() not in _TEXT_KINDS:
-        return None, f"{path.suffix} files show the indexed text"
+        return None, f"a {path.suffix} document is shown as its indexed text"
     try:
         data = path.read_bytes()[:MAX_SOURCE_BYTES]
     except FileNotFoundError:
@@ -92,7 +93,8 @@ class SourcePanel(VerticalScroll):
         p = citation.passage
         body, note = render_source(citation, self.folder)
         self.query_one("#source-title", Label).update(Text(f"[{citation.number}] {p.path}"))
-        meta = f"lines {p.start_line}–{p.end_line}" + (f" · {p.heading}" if p.heading else "")
+        where = p.locator or f"lines {p.start_line}–{p.end_line}"  # a document's page / slide / heading
+        meta = where + (f" · {p.heading}" if p.heading else "")
         meta += " · cited in the answer" if citation.cited else " · given to the model as context"
         self.query_one("#source-meta", Label).update(Text(meta))
         self.query_one("#source-note", Label).update(Text(note))
