@@ -130,7 +130,8 @@ def scanned_pdf_bytes() -> bytes:
 # -- Word, PowerPoint --------------------------------------------------------------------------
 
 
-def docx_bytes(extra_paragraph: str = "") -> bytes:
+def docx_bytes(extra_paragraph: str = "", sections: int = 0) -> bytes:
+    """The Word fixture; ``sections`` more headed sections of filler make a long one (benchmarks)."""
     import docx  # python-docx, loaded for this fixture only
 
     k = KNOWN["docx"]
@@ -145,6 +146,9 @@ def docx_bytes(extra_paragraph: str = "") -> bytes:
     doc.add_paragraph(k.sentence + " " + FILLER)
     if extra_paragraph:
         doc.add_paragraph(extra_paragraph)
+    for number in range(sections):
+        doc.add_heading(f"Inspection {number + 1}", level=1)
+        doc.add_paragraph(FILLER * 3)
     doc.add_heading("Spans", level=1)
     table = doc.add_table(rows=0, cols=3)
     for row in [("Span", "Length (m)", "Material"), ("South span", "38", "Stone"), k.table_row]:
@@ -156,7 +160,8 @@ def docx_bytes(extra_paragraph: str = "") -> bytes:
     return buf.getvalue()
 
 
-def pptx_bytes() -> bytes:
+def pptx_bytes(slides: int = 0) -> bytes:
+    """The deck fixture; ``slides`` more slides of filler make a long one (benchmarks)."""
     from pptx import Presentation  # python-pptx, loaded for this fixture only
     from pptx.util import Inches
 
@@ -179,6 +184,10 @@ def pptx_bytes() -> bytes:
     for r, row in enumerate(rows):
         for c, value in enumerate(row):
             shape.table.cell(r, c).text = value
+    for number in range(slides):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = f"Orchard {number + 1}"
+        slide.placeholders[1].text_frame.text = FILLER
     buf = io.BytesIO()
     deck.save(buf)
     return buf.getvalue()
@@ -187,7 +196,8 @@ def pptx_bytes() -> bytes:
 # -- OpenDocument ------------------------------------------------------------------------------
 
 
-def odt_bytes() -> bytes:
+def odt_bytes(sections: int = 0) -> bytes:
+    """The OpenDocument text fixture; ``sections`` more headed sections make a long one (benchmarks)."""
     from odfdo import Document, Header, List, ListItem, Paragraph, Table  # odfdo, loaded for this fixture only
 
     k = KNOWN["odt"]
@@ -206,10 +216,14 @@ def odt_bytes() -> bytes:
     table = Table("Loaves", width=2, height=3)
     table.set_values([("Loaf", "First sold"), ("Wheat", "1949"), k.table_row])
     body.append(table)
+    for number in range(sections):
+        body.append(Header(2, f"Oven {number + 1}"))
+        body.append(Paragraph(FILLER * 3))
     return _odf_bytes(doc)
 
 
-def odp_bytes() -> bytes:
+def odp_bytes(slides: int = 0) -> bytes:
+    """The OpenDocument presentation fixture; ``slides`` more slides make a long one (benchmarks)."""
     from odfdo import Document, DrawPage, Frame, Paragraph, Table  # odfdo, loaded for this fixture only
 
     k = KNOWN["odp"]
@@ -217,8 +231,8 @@ def odp_bytes() -> bytes:
     doc.meta.title = "Murrowby Glass"
     body = doc.body
     body.clear()
-    slides = [("Murrowby Glass", ["A craft of the northern coast"]), ("Furnaces", [k.sentence, "The glory hole burns hottest."])]
-    for number, (title, lines) in enumerate(slides, start=1):
+    pages = [("Murrowby Glass", ["A craft of the northern coast"]), ("Furnaces", [k.sentence, "The glory hole burns hottest."])]
+    for number, (title, lines) in enumerate(pages, start=1):
         page = DrawPage(f"page{number}", name=title)
         page.append(Frame.text_frame(title, size=("20cm", "2cm"), position=("1cm", "1cm"), presentation_class="title"))
         page.append(Frame.text_frame([Paragraph(line) for line in lines], size=("20cm", "8cm"), position=("1cm", "4cm"), presentation_class="outline"))
@@ -231,6 +245,13 @@ def odp_bytes() -> bytes:
     frame.append(table)
     page.append(frame)
     body.append(page)
+    for number in range(4, slides + 4):
+        page = DrawPage(f"page{number}", name=f"Kiln {number}")
+        page.append(Frame.text_frame(f"Kiln {number}", size=("20cm", "2cm"), position=("1cm", "1cm"),
+                                     presentation_class="title"))
+        page.append(Frame.text_frame([Paragraph(FILLER)], size=("20cm", "8cm"), position=("1cm", "4cm"),
+                                     presentation_class="outline"))
+        body.append(page)
     return _odf_bytes(doc)
 
 
@@ -243,7 +264,8 @@ def _odf_bytes(doc) -> bytes:
 # -- EPUB, RTF ---------------------------------------------------------------------------------
 
 
-def epub_bytes() -> bytes:
+def epub_bytes(chapters_more: int = 0) -> bytes:
+    """The EPUB fixture; ``chapters_more`` more chapters of filler make a long one (benchmarks)."""
     k = KNOWN["epub"]
     chapters = [
         ("The Harbour", f"<h1>The Harbour</h1><p>The ship left the harbour at dawn. {FILLER}</p>"),
@@ -251,7 +273,7 @@ def epub_bytes() -> bytes:
                        "<ul><li>Brass lantern</li><li>Lead line</li></ul>"
                        "<table><tr><th>Shoal</th><th>Depth (fathoms)</th></tr><tr><td>Inner shoal</td><td>1</td></tr>"
                        f"<tr><td>{k.table_row[0]}</td><td>{k.table_row[1]}</td></tr></table>"),
-    ]
+    ] + [(f"Log {n}", f"<h1>Log {n}</h1>" + f"<p>{FILLER * 3}</p>" * 3) for n in range(1, chapters_more + 1)]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")  # first and stored, as the format asks
@@ -274,7 +296,8 @@ def epub_bytes() -> bytes:
     return buf.getvalue()
 
 
-def rtf_bytes() -> bytes:
+def rtf_bytes(paragraphs: int = 0) -> bytes:
+    """The RTF fixture; ``paragraphs`` more paragraphs of filler make a long one (benchmarks)."""
     k = KNOWN["rtf"]
     rows = [("Voice", "Singers"), ("Alto", "9"), k.table_row]
     table = "".join("\\trowd\\cellx2000\\cellx4000 " + "".join(f"\\intbl {cell}\\cell " for cell in row) + "\\row\n"
@@ -282,7 +305,8 @@ def rtf_bytes() -> bytes:
     return ("{\\rtf1\\ansi\\deff0{\\fonttbl{\\f0 Times New Roman;}}{\\info{\\title The Dunmere Choir}}\n"
             f"\\pard The Dunmere choir was founded by the parish in 1888. {FILLER}\\par\n"
             f"\\pard {k.sentence} {FILLER}\\par\n"
-            f"{table}\\pard Rehearsals end with tea.\\par\n}}").encode("ascii")
+            f"{table}\\pard Rehearsals end with tea.\\par\n"
+            + f"\\pard {FILLER * 3}\\par\n" * paragraphs + "}").encode("ascii")
 
 
 if __name__ == "__main__":

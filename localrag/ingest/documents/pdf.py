@@ -37,7 +37,8 @@ def _pages(pdf) -> Extracted:
             text = page.get_textpage().get_text_range()
         finally:
             page.close()
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        # PDFium marks a word hyphenated at a line end with U+FFFE: the word is joined again
+        text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufffe\n", "")
         if text.strip():
             with_text += 1
         out.unit(number)
