@@ -198,13 +198,10 @@ def pptx_bytes(slides: int = 0) -> bytes:
 
 def odt_bytes(sections: int = 0) -> bytes:
     """The OpenDocument text fixture; ``sections`` more headed sections make a long one (benchmarks)."""
-    from odfdo import Document, Header, List, ListItem, Paragraph, Table  # odfdo, loaded for this fixture only
+    from odfdo import Header, List, ListItem, Paragraph, Table  # odfdo, loaded for this fixture only
 
     k = KNOWN["odt"]
-    doc = Document("text")
-    doc.meta.title = "The Kestrel Street Bakery"
-    body = doc.body
-    body.clear()
+    doc, body = _odf_document("text", "The Kestrel Street Bakery")
     body.append(Header(1, "The Kestrel Street Bakery"))
     body.append(Header(2, "History"))
     body.append(Paragraph(k.sentence + " " + FILLER))
@@ -224,18 +221,16 @@ def odt_bytes(sections: int = 0) -> bytes:
 
 def odp_bytes(slides: int = 0) -> bytes:
     """The OpenDocument presentation fixture; ``slides`` more slides make a long one (benchmarks)."""
-    from odfdo import Document, DrawPage, Frame, Paragraph, Table  # odfdo, loaded for this fixture only
+    from odfdo import DrawPage, Frame, Paragraph, Table  # odfdo, loaded for this fixture only
 
     k = KNOWN["odp"]
-    doc = Document("presentation")
-    doc.meta.title = "Murrowby Glass"
-    body = doc.body
-    body.clear()
+    doc, body = _odf_document("presentation", "Murrowby Glass")
     pages = [("Murrowby Glass", ["A craft of the northern coast"]), ("Furnaces", [k.sentence, "The glory hole burns hottest."])]
     for number, (title, lines) in enumerate(pages, start=1):
         page = DrawPage(f"page{number}", name=title)
         page.append(Frame.text_frame(title, size=("20cm", "2cm"), position=("1cm", "1cm"), presentation_class="title"))
-        page.append(Frame.text_frame([Paragraph(line) for line in lines], size=("20cm", "8cm"), position=("1cm", "4cm"), presentation_class="outline"))
+        page.append(Frame.text_frame([Paragraph(line) for line in lines], size=("20cm", "8cm"), position=("1cm", "4cm"),
+                                     presentation_class="outline"))
         body.append(page)
     page = DrawPage("page3", name="Fuels")
     page.append(Frame.text_frame("Fuels", size=("20cm", "2cm"), position=("1cm", "1cm"), presentation_class="title"))
@@ -253,6 +248,16 @@ def odp_bytes(slides: int = 0) -> bytes:
                                      presentation_class="outline"))
         body.append(page)
     return _odf_bytes(doc)
+
+
+def _odf_document(kind: str, title: str):
+    """An empty OpenDocument of ``kind`` ("text", "presentation") titled ``title``, and its body."""
+    from odfdo import Document  # odfdo, loaded for this fixture only
+
+    doc = Document(kind)
+    doc.meta.title = title
+    doc.body.clear()
+    return doc, doc.body
 
 
 def _odf_bytes(doc) -> bytes:
