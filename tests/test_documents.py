@@ -198,3 +198,26 @@ def test_the_tui_shows_a_documents_passage_under_its_locator(documents_index):
     table, note = render_source(citation, idx.folder)
     assert note == "a .pdf document is shown as its indexed text"
     assert table.row_count == len(passage.text.splitlines())
+
+
+def test_an_index_from_before_locators_reads_its_pdfs_again(tmp_path, settings_for, embedder):
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "lighthouse.pdf").write_bytes(pdf_bytes())
+    (folder / "note.md").write_text("# Note\n\nA note about the harbour wall.\n")
+    settings = settings_for(folder)
+    idx = Index(settings, embedder)
+    idx.sync()
+    with idx.store.transaction():  # the index as schema 11 left it: no locator column, migration 12 not run
+        idx.store.execute("ALTER TABLE passages DROP COLUMN locator")
+        idx.store.execute("DELETE FROM schema_migrations WHERE version = 12")
+    idx.close()
+    idx = Index(settings, embedder)
+    try:
+        report = idx.sync()
+        # the PDF is read again (its passages' text is the same: kept, with their locators); the note is not
+        assert report.updated == 1 and report.unchanged + report.touched == 1 and report.passages_kept == 3
+        assert [p.location for p in idx.store.docs.passages_of("lighthouse.pdf")] == [
+            "lighthouse.pdf p. 1", "lighthouse.pdf p. 2", "lighthouse.pdf p. 3"]
+    finally:
+        idx.close()
