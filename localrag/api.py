@@ -253,13 +253,14 @@ class Assistant:
 
     def resolve_writer(self) -> str:
         """``answer.writer = auto``: the quoted evidence below ``answer.write_min_params`` (and for a
-        model of unknown size), the model's own answer from there or when a model pick was asked for
-        (``answer.pick`` = model / likelihood / copy)."""
+        model of unknown size, a served one included), the model's own answer from there, when a model
+        pick was asked for (``answer.pick`` = model / likelihood / copy) or when the caller handed the
+        assistant a model object to answer with."""
         writer = self.settings.answer.writer
         if writer != "auto":
             return writer
-        if self.settings.answer.pick in ("model", "likelihood", "copy"):
-            return "model"
+        if self.settings.answer.pick in ("model", "likelihood", "copy") or self.model_source == "given":
+            return "model"  # a pick asked of the model, or a model object the caller handed over to answer
         size = self.model_size()
         return "model" if size.known and size.params >= self.settings.answer.write_min_params else "quote"
 
@@ -319,7 +320,7 @@ class Assistant:
     def _run_turn(self, asked: Asked, conversation: "Conversation | None", k: int | None,
                   where: PassageFilter | None, request: "AnswerRequest") -> Turn:
         """Resolve a follow-up, retrieve, answer; the model's calls and memory's writes are attributed to the question."""
-        needs_llm = self._needs_llm(asked.strategy, request.answer, conversation)
+        needs_llm = self._needs_llm(asked.strategy, request, conversation)
         scope = self.llm().scoped(asked.calls.append) if needs_llm else contextlib.nullcontext()
         with scope, self.index.store.memory.attributed(asked.query_id), observe_steps(self._step_sink(asked)):
             asked.emit(RetrievalStarted(elapsed_s=0.0, strategy=asked.strategy))
@@ -346,7 +347,7 @@ class Assistant:
             dataclasses.replace(self.settings.answer, pick=self.resolve_pick(), writer=self.resolve_writer()),
             n_passages=self.settings.neuropath.answer_passages,
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
-            mode=request.mode or ("free" if request.short else None), short_prompt=request.short,
+            mode=request.asked_mode, short_prompt=request.short,
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
             lookup=self.index.note_titled, links=self.index.linked_passages, mentions=self.index.passages_saying,
         )
@@ -404,10 +405,12 @@ class Assistant:
                 raise
             return None
 
-    def _needs_llm(self, strategy: str, answer: bool, conversation: "Conversation | None") -> bool:
+    def _needs_llm(self, strategy: str, request: "AnswerRequest", conversation: "Conversation | None") -> bool:
         """The model is loaded only when something calls it: the answer (unless its writer quotes the
-        evidence), the strategy (as it declares), or the resolution of a follow-up."""
-        writes = answer and self.resolve_writer() != "quote"
+        evidence, which a free-text answer never does), the strategy (as it declares), or the
+        resolution of a follow-up."""
+        free = (request.asked_mode or self.settings.answer.mode) == "free"
+        writes = request.answer and (free or self.resolve_writer() != "quote")
         return writes or get_strategy(strategy).needs_llm or (conversation is not None and conversation.uses_llm)
 
 

@@ -36,6 +36,11 @@ class AnswerRequest:
     short: bool
     on_token: Callable[[str], None] | None
 
+    @property
+    def asked_mode(self) -> str | None:
+        """The answer mode asked for (``--short`` asks for free text in few words); None: the settings'."""
+        return self.mode or ("free" if self.short else None)
+
 
 @dataclass
 class Asked:
