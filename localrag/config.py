@@ -281,8 +281,8 @@ class AnswerSettings:
     # with its citation, the best candidate span inside it marked; no model call, short and open
     # questions alike), "model" (the model: its pick or copy of a span by `pick`, free text for open
     # questions), "auto": quote below write_min_params (or of unknown size), model from there.
-    # "model" by default until the suite's tests run with "auto" (quote for a model below
-    # write_min_params); the notes-suite comparison of the two writers: docs/benchmarks.md "Notes suite"
+    # "model" by default: on the notes suite neither writer wins on every corpus (the quote on the tldr
+    # pages, the bundled model's pick on dendron and the Rust book: docs/benchmarks.md "Notes suite")
     writer: str = "model"
     write_min_params: int = 3_000_000_000  # a guess: the largest model measured is 0.5B
 
