@@ -142,6 +142,7 @@ def test_an_index_from_before_the_link_table_is_made_exact_by_its_next_sync(kg_i
         for table in ("passage_links", "note_meta", "note_names", "note_tags", "graph_matrix",
                       "graph_matrix_dirty", "turns", "sessions", "memory_writes", "query_feedback"):
             store.execute(f"DROP TABLE {table}")
+        store.execute("ALTER TABLE passages DROP COLUMN locator")  # migration 12's column
         store.execute("DELETE FROM schema_migrations WHERE version >= 6")
     index.close()
     (folder / "beta.md").write_text(LINKED["beta.md"].replace("# Beta", "# Beta Survey"), encoding="utf-8")
