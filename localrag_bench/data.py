@@ -49,6 +49,7 @@ class Question:
     gold_titles: tuple[str, ...] = ()
     hops: str = ""
     kind: str = ""  # a notes question's kind: fact / howto / two-notes / unanswerable ("" for the QA sets)
+    lang: str = ""  # the language it is written in ("de", "zh"; "" = not said)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Dataset:
     # a real notes folder (localrag_bench.notes_set): copied as it is, gold answers are note paths
     source_notes: Path | None = None
     note_ids: dict[str, int] = field(default_factory=dict)  # note path (relative) -> doc id of its corpus entry
+    source_paths: tuple[str, ...] | None = None  # the notes of source_notes it uses (None: every note)
 
     @property
     def short_hash(self) -> str:

@@ -48,7 +48,8 @@ def _read_questions(path: Path, note_ids: dict[str, int]) -> list[Question]:
             gold = [str(g) for g in row["gold_notes"]]
             answers = row.get("answers") or []
             question = Question(str(row["id"]), str(row["question"]), tuple(str(a) for a in answers), (),
-                                hops=str(row.get("hops", "")), kind=str(row.get("kind", "")))
+                                hops=str(row.get("hops", "")), kind=str(row.get("kind", "")),
+                                lang=str(row.get("lang", "")))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise BenchDataError(f"{path}:{lineno}: a question needs id, question and gold_notes ({exc})") from exc
         unknown = [g for g in gold if g not in note_ids]
@@ -58,23 +59,28 @@ def _read_questions(path: Path, note_ids: dict[str, int]) -> list[Question]:
         if gold and question.kind == UNANSWERABLE:
             raise BenchDataError(f"{path}:{lineno}: an '{UNANSWERABLE}' question has no gold notes")
         out.append(Question(question.id, question.question, question.answers, tuple(note_ids[g] for g in gold),
-                            tuple(gold), question.hops, question.kind))
+                            tuple(gold), question.hops, question.kind, question.lang))
     return out
 
 
 def load_notes_dataset(notes: str | Path, questions_file: str | Path, ids_file: str | Path | None = None,
-                       limit: int | None = None) -> Dataset:
+                       limit: int | None = None, paths: list[str] | None = None) -> Dataset:
+    """``paths``: the notes of the folder to use (relative, as ``note_paths`` writes them); None = every note."""
     folder = Path(notes).expanduser()
     if not folder.is_dir():
         raise BenchDataError(f"notes folder {folder} not found")
-    paths = note_paths(folder)
+    chosen = sorted(paths) if paths is not None else None
+    paths = chosen if chosen is not None else note_paths(folder)
     if not paths:
         raise BenchDataError(f"{folder} has no notes ({', '.join(NOTE_SUFFIXES)})")
     note_ids = {p: i for i, p in enumerate(paths, 1)}
     digest = hashlib.sha256()
     corpus = []
     for p in paths:
-        data = (folder / p).read_bytes()
+        try:
+            data = (folder / p).read_bytes()
+        except OSError as exc:
+            raise BenchDataError(f"note {p} of {folder} cannot be read ({exc})") from exc
         digest.update(p.encode() + b"\0" + data)
         corpus.append(CorpusPassage(note_ids[p], p, data.decode("utf-8", errors="replace")))
     questions = _read_questions(Path(questions_file).expanduser(), note_ids)
@@ -88,13 +94,15 @@ def load_notes_dataset(notes: str | Path, questions_file: str | Path, ids_file: 
     folder = folder.resolve()
     name = folder.parent.name if folder.name == "notes" else folder.name
     return Dataset(name, folder, corpus, questions, digest.hexdigest(), str(ids_file or ""), missing,
-                   source_notes=folder, note_ids=note_ids)
+                   source_notes=folder, note_ids=note_ids,
+                   source_paths=tuple(chosen) if chosen is not None else None)
 
 
-def mirror_notes(source: Path, target: Path) -> MaterialiseReport:
-    """Make ``target`` hold the notes of ``source``: changed files copied, vanished ones removed."""
+def mirror_notes(source: Path, target: Path, paths: tuple[str, ...] | None = None) -> MaterialiseReport:
+    """Make ``target`` hold the notes of ``source`` (only ``paths`` of them when given): changed files
+    copied, vanished ones removed."""
     report = MaterialiseReport()
-    wanted = set(note_paths(source))
+    wanted = set(paths) if paths is not None else set(note_paths(source))
     for rel in sorted(wanted):
         report.count(write_if_changed(target / rel, (source / rel).read_bytes()))
     if target.is_dir():

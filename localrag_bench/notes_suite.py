@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from localrag_bench.data import BenchDataError, Dataset, Question, read_ids
+from localrag_bench.data import BenchDataError, Dataset, Question, default_work_dir, read_ids
 from localrag_bench.metrics import mean, percentile
+from localrag_bench.multilingual import layout_paths, view_datasets
 from localrag_bench.notes_set import UNANSWERABLE, load_notes_dataset
 from localrag_bench.results import BenchResult, QuestionRecord, write_json
 from localrag_bench.runner import BenchSpec, RunOptions, run_bench
@@ -29,15 +30,30 @@ from localrag_bench.runner import BenchSpec, RunOptions, run_bench
 
 @dataclass(frozen=True)
 class SuiteCorpus:
-    name: str  # its question set is bench_data/<name>/
+    name: str  # its question set is bench_data/<questions or name>/
     notes: str  # its notes folder, relative to the data root
     shape: str  # what kind of folder it stands for
+    # a multilingual layout of the tldr-pages folder (localrag_bench/multilingual.py): its notes are that
+    # layout's, its questions are read as one set per language; "" = every note, one question set
+    layout: str = ""
+    questions: str = ""  # the question set's folder name when it is not the corpus name
+
+    @property
+    def question_folder(self) -> str:
+        return self.questions or self.name
 
 
 SUITE = (
     SuiteCorpus("dendron-vault", "dendron-vault/notes", "a knowledge base: 1,012 notes, hierarchy names, links"),
     SuiteCorpus("tldr-pages", "tldr-pages/pages", "7,425 short command notes that look alike"),
     SuiteCorpus("rust-book", "rust-book/notes", "112 long chapters with code"),
+)
+# asked for by name only (`--corpus tldr-multilingual`): not part of the default run
+MULTILINGUAL = (
+    SuiteCorpus("tldr-multilingual", "tldr-pages", "2,880 command notes in five languages (576 pages each)",
+                layout="parallel"),
+    SuiteCorpus("tldr-multilingual-full", "tldr-pages", "8,886 command notes: four translations and their English",
+                layout="full", questions="tldr-multilingual"),
 )
 SPLITS = ("tuning", "untouched", "all")
 KINDS = ("fact", "howto", "two-notes", UNANSWERABLE)
@@ -49,7 +65,7 @@ def corpora_named(names: str | None) -> list[SuiteCorpus]:
     """The suite's corpora, or those of a comma-separated list of names."""
     if not names:
         return list(SUITE)
-    known = {c.name: c for c in SUITE}
+    known = {c.name: c for c in (*SUITE, *MULTILINGUAL)}
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in known]
     if unknown or not wanted:
@@ -69,8 +85,10 @@ def split_questions(questions: Sequence[Question], tuning_ids: Sequence[str], sp
 
 def load_corpus(corpus: SuiteCorpus, data_root: Path, questions_root: Path, split: str,
                 limit: int | None = None) -> Dataset:
-    folder = questions_root / corpus.name
-    dataset = load_notes_dataset(data_root / corpus.notes, folder / QUESTIONS_FILE)
+    folder = questions_root / corpus.question_folder
+    notes = data_root / corpus.notes
+    paths = layout_paths(notes, corpus.layout) if corpus.layout else None
+    dataset = load_notes_dataset(notes, folder / QUESTIONS_FILE, paths=paths)
     tuning = read_ids(folder / TUNING_FILE) if (folder / TUNING_FILE).is_file() else []
     if split != "all" and not tuning:
         raise BenchDataError(f"{folder / TUNING_FILE} is missing: the halves of {corpus.name} are not defined")
@@ -212,16 +230,25 @@ def run_suite(spec: SuiteSpec, *, embedder: Any = None, llm: Any = None,
               on_progress: Callable[[Any], None] | None = None) -> SuiteResult:
     """Every corpus of ``spec`` through the real pipeline, one bench run each, one suite result."""
     datasets = [load_corpus(c, spec.data_root, spec.questions_root, spec.split, spec.limit) for c in spec.corpora]
+    runs = [(corpus, dataset, question_sets(corpus, dataset)) for corpus, dataset in zip(spec.corpora, datasets)]
     result = SuiteResult(spec.command, _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), spec.split,
-                         list(spec.strategies), spec.options.answer, "", [c.name for c in spec.corpora])
-    for corpus, dataset in zip(spec.corpora, datasets):
-        if on_corpus is not None:
-            on_corpus(corpus, dataset)
-        bench = BenchSpec(dataset, list(spec.strategies), dataclasses.replace(spec.options),
-                          spec.work_root / corpus.name if spec.work_root else None, dict(spec.overrides),
-                          spec.command, config_file=spec.config_file)
-        run = run_bench(bench, embedder=embedder, llm=llm, on_record=on_record, on_progress=on_progress)
-        result.runs.append(run)
-        result.rows += suite_rows(run)
-        result.model = result.model or run.model
+                         list(spec.strategies), spec.options.answer, "",
+                         [d.name for _, _, sets in runs for d in sets])
+    for corpus, dataset, sets in runs:
+        # the question sets of one corpus share its index (one work folder)
+        work_dir = spec.work_root / corpus.name if spec.work_root else default_work_dir(dataset)
+        for questions in sets:
+            if on_corpus is not None:
+                on_corpus(corpus, questions)
+            bench = BenchSpec(questions, list(spec.strategies), dataclasses.replace(spec.options), work_dir,
+                              dict(spec.overrides), spec.command, config_file=spec.config_file)
+            run = run_bench(bench, embedder=embedder, llm=llm, on_record=on_record, on_progress=on_progress)
+            result.runs.append(run)
+            result.rows += suite_rows(run)
+            result.model = result.model or run.model
     return result
+
+
+def question_sets(corpus: SuiteCorpus, dataset: Dataset) -> list[Dataset]:
+    """The corpus's questions as asked: one set, or a multilingual layout's per-language views."""
+    return view_datasets(dataset) if corpus.layout else [dataset]

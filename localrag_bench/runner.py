@@ -35,6 +35,7 @@ from localrag_bench.results import (
 )
 from localrag.config import load_settings
 from localrag.embed import Embedder
+from localrag.embedders import is_default
 from localrag.ingest.sync import Progress
 from localrag.records import LLMCallRecord, Trace
 from localrag.retrieve import strategy_names
@@ -101,8 +102,10 @@ def prepare_index(dataset: Dataset, work_dir: Path, overrides: dict[str, Any], e
     notes_dir = work_dir / "notes"
     settings = load_settings(notes_dir, {**overrides, "db": str(work_dir / "index.db")}, env=env,
                              config_file=config_file)  # a bad setting fails before anything is written
+    if embedder is None and not is_default(settings):  # one index file per embedder beside the same notes
+        settings.db = str(work_dir / f"index-{Path(settings.index.embedder).stem}.db")
     if dataset.source_notes is not None:
-        written = mirror_notes(dataset.source_notes, notes_dir)
+        written = mirror_notes(dataset.source_notes, notes_dir, dataset.source_paths)
     else:
         written = materialise(dataset.corpus, notes_dir)
     index = Index(settings, embedder)

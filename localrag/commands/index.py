@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_folder(p, required=True)
     p.add_argument("--no-graph", action="store_true", help="only the fast phase (dense and lexical search)")
     p.add_argument("--extractor", choices=["auto", *EXTRACTORS.names()], help="graph extractor (default from config)")
+    p.add_argument("--reembed", action="store_true",
+                   help="an index built with another embedder (index.embedder) is embedded again with this one")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -36,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
 
     extra = {"index.extractor": args.extractor} if args.extractor else {}
     settings = settings_from(args, args.folder, **extra)
-    index = Index(settings)
+    index = Index(settings, reembed=args.reembed)
+    if index.replaced is not None and not args.quiet:
+        err_console.print(f"[dim]embedding every note again with {escape(index.embedder.id)}; the old index is kept "
+                          f"at {escape(str(index.replaced))} until this one is complete[/]")
     try:
         check = index.check_health()
         if check.ran and not args.quiet:
@@ -59,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
             if report.embedded:
                 bar.update(embed, completed=report.embedded, total=report.embedded)
         console.print(escape(sync_summary(report)))
+        if not report.deferred and (replaced := index.finish_reembed()) is not None:
+            console.print(f"re-embedded with {escape(index.embedder.id)}; removed the old index {escape(str(replaced))}")
         for s in report.skipped:
             console.print(f"  [yellow]skipped[/] {escape(s.path)}: {escape(s.reason)} — {escape(s.detail)}")
         if not args.no_graph and hasattr(index, "extract_graph") and settings.index.extractor != "none":

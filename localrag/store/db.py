@@ -237,10 +237,18 @@ class Store:
     def _check_embedder(self) -> None:
         stored = self.get_meta("embedder")
         if stored and stored != self.embedder_id:
-            raise StoreError(
-                f"{self.path} was built with embedder {stored!r}, not {self.embedder_id!r}; "
-                "run `localrag doctor --repair` to rebuild it with the current one"
-            )
+            raise EmbedderMismatch(self.path, stored, self.embedder_id)
+
+
+class EmbedderMismatch(StoreError):
+    """The index holds another embedder's vectors: they are never mixed with this one's."""
+
+    def __init__(self, path: Path, stored: str, wanted: str) -> None:
+        super().__init__(
+            f"{path} was built with embedder {stored!r}, not {wanted!r} (index.embedder); run `localrag index "
+            f"FOLDER --reembed` to embed the notes again with {wanted!r}, or set index.embedder back"
+        )
+        self.stored, self.wanted = stored, wanted
 
 
 def _split_sql(script: str) -> list[str]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from localrag.store.db import Store
 
 BATCH_ROWS = 500
+DB_FILES = ("", "-wal", "-shm")  # an index file and what SQLite writes beside it
 
 
 @dataclass(frozen=True)
@@ -65,15 +66,15 @@ class Salvaged:
         return text
 
 
-def move_aside(db_path: Path) -> Path:
-    """Rename index.db (and its -wal/-shm) to index.db.broken-<time>[-n]; returns the new path."""
+def move_aside(db_path: Path, label: str = "broken") -> Path:
+    """Rename index.db (and its -wal/-shm) to index.db.<label>-<time>[-n]; returns the new path."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = db_path.with_name(f"{db_path.name}.broken-{stamp}")
+    target = db_path.with_name(f"{db_path.name}.{label}-{stamp}")
     n = 1
-    while any(Path(str(target) + s).exists() for s in ("", "-wal", "-shm")):
+    while any(Path(str(target) + s).exists() for s in DB_FILES):
         n += 1
-        target = db_path.with_name(f"{db_path.name}.broken-{stamp}-{n}")
-    for suffix in ("", "-wal", "-shm"):
+        target = db_path.with_name(f"{db_path.name}.{label}-{stamp}-{n}")
+    for suffix in DB_FILES:
         src = Path(str(db_path) + suffix)
         if src.exists():
             src.rename(Path(str(target) + suffix))
