@@ -2,7 +2,7 @@
 
 Why: a new process that asks one question (`localrag ask`, the MCP server's first search)
 spent about 3 s importing torch and sentence-transformers to embed a dozen words
-(docs/benchmarks.md, "Scale"). This reads the same weights from the same package
+(docs/benchmarks.md "Scale: cold `ask`"). This reads the same weights from the same package
 (safetensors, memory-mapped, only the rows of the words used) and computes the same
 vectors (cosine > 0.99999 to sentence-transformers', tests/test_embed.py) in milliseconds.
 Long or many texts (indexing) still go through sentence-transformers, which batches them

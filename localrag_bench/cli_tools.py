@@ -62,8 +62,8 @@ def _register_adversarial(bench_sub: argparse._SubParsersAction) -> None:
         "adversarial", help="the graph phase on adversarial notes: thousands of links in one note, near-identical names",
         description="For each size, a fresh folder with one note (N [[Note i]] links on one line, or a list of N "
         "near-identical names), indexed with the rules graph phase: wall and CPU seconds, seconds per step, rows, "
-        "and the link facts against the links written. Prints a Markdown table (docs/benchmarks.md, \"Graph phase "
-        "on adversarial notes\").")
+        "and the link facts against the links written. Prints a Markdown table (docs/benchmarks.md, \"Scale: "
+        "adversarial notes\").")
     a.add_argument("--links", default="5000,20000,100000", metavar="N[,N...]", help="links in one note, per case")
     a.add_argument("--names", default="10000", metavar="N[,N...]", help="near-identical names in one list, per case")
     a.add_argument("--work", type=Path, metavar="DIR", help="keep the folders here (default: a temporary folder)")

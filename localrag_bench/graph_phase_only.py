@@ -2,8 +2,8 @@
 
     localrag bench graph-phase WORK_DIR FAST.db
 
-Used for the before/after comparison in docs/benchmarks.md (issue 16): run it with the old
-and the new code on copies of the same index.
+Run it with two versions of the code on copies of the same index to compare them
+(docs/benchmarks.md "What we tried", Scale).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The entity names get vectors that are all within cosine ~0.9 of each other (the worst case for
 pseudo-coreference: every name is above the 0.8 threshold of every other), from a cheap stand-in
 for the embedder, so what is measured is the graph phase's own work, not MiniLM's (embedding
-20,000 names takes MiniLM tens of seconds on two cores: docs/benchmarks.md, "Graph phase on
-adversarial notes"). Before the candidate cap and the floors, this note took 168 s of coreference
+20,000 names takes MiniLM tens of seconds on two cores: docs/benchmarks.md "Scale: adversarial
+notes"). Before the candidate cap and the floors, this note took 168 s of coreference
 alone; each new name was rescored against, and offered to, every other.
 """
 

@@ -25,13 +25,14 @@ from localrag.retrieve.remind.events import PathsStep
 
 DEFAULT_SHOWN = 3
 # a sentence of a note that the best sentences name ("… directed by Rex Ingram" -> Rex Ingram's note)
-# holds the second hop of a multi-hop question; chosen on the dev questions, docs/benchmarks.md "Answers"
+# holds the second hop of a multi-hop question; chosen on the dev questions (docs/benchmarks.md
+# "Answers: evidence and candidates")
 BRIDGE_BONUS = 0.3
 PER_NOTE_SHOWN = 1  # the shown sentences come from different passages …
 DIVERSE_WITHIN = 0.1  # … among those scoring within this of the best (an unrelated note gets no place)
 # a sentence that says the question's words the best-matching sentence leaves out holds the next hop:
 # "… an actress who starred in what for seven years?" -> "She starred in … for seven years"; chosen on
-# the dev questions, docs/benchmarks.md "Answers"
+# the dev questions (docs/benchmarks.md "Answers: evidence and candidates")
 RESIDUAL_WEIGHT = 0.3
 MAX_UNIT_CHARS = 600  # a very long unit (a code block, a giant table row) is cut for display and embedding
 
@@ -272,7 +273,7 @@ def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage]
 
     ``with_title`` embeds a unit after its note's title ("Finland: The markka was replaced by the
     euro"); off by default: on 50 MuSiQue dev questions it did not put more gold answers in the
-    top 3 (scripts/evidence_variants.py, docs/benchmarks.md "Answers").
+    top 3 (docs/benchmarks.md "What we tried").
     """
     found: list[tuple[Unit, Passage, int, str]] = []
     seen: set[str] = set()

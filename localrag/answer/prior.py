@@ -1,12 +1,13 @@
 """Which span of the evidence answers a short question, ranked without a model.
 
 A 135M model asked to pick among hundreds of n-grams picks close to at random (measured:
-docs/benchmarks.md "Answers"). So the candidates are ranked first by what a reader would
+docs/benchmarks.md "What we tried"). So the candidates are ranked first by what a reader would
 look at: the span's kind against the question's type (a date for *when*, a name for *who*),
 how well its sentence matches the question, how close it sits to the question's own words
 in that sentence, the word before it ("born in ___", "directed by ___"), and how often the
 top sentences repeat it. The model then chooses among the few best only. The weights were
-chosen on the dev questions (`localrag bench answer-prior`, docs/benchmarks.md).
+set by hand on the dev questions (`scripts/answer_sweeps.py candidates`, docs/benchmarks.md
+"Answers: evidence and candidates").
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The chunker caps passages by a cheap regex count (~300 word-tokens), but MiniLM reads at
 most 256 wordpieces (254 after [CLS] and [SEP]) and drops the rest: on a real Markdown
-vault about one passage in nine lost its tail (docs/benchmarks.md, "Scale"). A chunk
-whose embedded text (heading path + text) is longer than the window is split here at
-line boundaries, then sentences, then words, each piece keeping the source lines it
-came from. BERT's tokenizer splits on whitespace first, so the wordpieces of lines
+vault about one passage in nine lost its tail (docs/benchmarks.md "Scale: passages and the
+embedder's window"). A chunk whose embedded text (heading path + text) is longer than
+the window is split here at line boundaries, then sentences, then words, each piece
+keeping the source lines it came from. BERT's tokenizer splits on whitespace first, so the wordpieces of lines
 joined by a newline are the sum of theirs: each line is counted once.
 """
 

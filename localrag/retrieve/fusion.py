@@ -47,7 +47,8 @@ def rrf_onto(base: Ranking, extra: list[Ranking], weights: list[float], k: int, 
 class LexicalBeside:
     """The BM25 search on a thread of its own while the caller embeds the query and searches
     the vectors: torch, numpy and SQLite all release the GIL, so a fusion costs about
-    max(dense, lexical) instead of their sum (docs/benchmarks.md "Scale" at 100k passages).
+    max(dense, lexical) instead of their sum (docs/benchmarks.md "Scale: 100,000 passages, the fast
+    phase").
     Retrieval never runs inside a store transaction, so the worker can always take the store lock.
     One worker per fusion (hybrid's, graph's), so one never waits behind the other's searches."""
 

@@ -2,8 +2,8 @@
 show up in the TODO Tree extension?").
 
 One ranking of the whole question favours the notes that match its more distinctive half; the
-note that answers the other half can fall out of the top 5 (docs/benchmarks.md "Two questions
-in one"). A question is split only where a new question visibly starts: a comma, then "and" and
+note that answers the other half can fall out of the top 5 (docs/benchmarks.md "Retrieval: two
+questions in one"). A question is split only where a new question visibly starts: a comma, then "and" and
 a lower-case asking word. "Who is known for X and who's third album is Y" (a relative clause,
 no comma) and a title that holds "And How" are left whole.
 """

@@ -19,8 +19,9 @@ EmbedFn = Callable[[list[str]], np.ndarray]
 
 # Up to this many entities a query's nearest ones come from vec0's exact scan (a few ms each);
 # above, from the second lookup of a process on, from an in-memory sign-bit prefilter and exact
-# rescoring of LOOKUP_CANDIDATES rows (docs/benchmarks.md "Scale": the seed lookups were most
-# of `ppr` at 100k passages; loading the vectors takes ~1 s there, which a one-question process skips).
+# rescoring of LOOKUP_CANDIDATES rows: the seed lookups were most of `ppr` at 100k passages, and
+# loading the vectors takes ~1 s there, which a one-question process skips (docs/benchmarks.md
+# "Scale: the graph phase and graph retrieval").
 EXACT_LIMIT = 20_000
 LOOKUP_CANDIDATES = 800
 

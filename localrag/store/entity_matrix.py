@@ -16,7 +16,7 @@ must reach to enter that entity's aliases (its weakest alias when it holds all i
 none). A new entity is offered only to the rows whose floor it reaches, and at most ``cap``
 candidates per entity are rescored exactly: on a note of 20,000 ``[[Note i]]`` links every name
 is above the threshold of every other, and rescoring and offering each new one to all the
-others made the graph phase quadratic (docs/benchmarks.md, "Graph phase on adversarial notes").
+others made the graph phase quadratic (docs/benchmarks.md "Scale: adversarial notes").
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ Above EXACT_LIMIT passages ``knn`` uses ``knn_fast``: a Hamming prefilter over
 sign-quantised vectors (48 bytes per passage, held in memory as uint64 words and
 refreshed when ``vector_state.version`` moves), then exact cosine rescoring of the
 best ``max(k * OVERSAMPLE, MIN_CANDIDATES)`` candidates read from ``passage_f32``.
-docs/benchmarks.md has the figures (latency and recall against exact).
+docs/benchmarks.md "Scale: 100,000 passages, the fast phase" has the figures (latency and
+recall against exact).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 EXACT_LIMIT = 20_000
 # Candidates kept by the Hamming prefilter: k·OVERSAMPLE, at least MIN_CANDIDATES. Measured at
 # 100k MiniLM passages (k = 10): 200 -> recall@10 0.946 in 5.4 ms, 400 -> 0.979 / 7.0 ms,
-# 800 -> 0.996 / 9.3 ms, 1,200 -> 0.999 / 11.9 ms (docs/benchmarks.md).
+# 800 -> 0.996 / 9.3 ms, 1,200 -> 0.999 / 11.9 ms (docs/benchmarks.md "Scale: 100,000 passages,
+# the fast phase").
 OVERSAMPLE = 16
 MIN_CANDIDATES = 800
 _LOAD_BATCH = 8192

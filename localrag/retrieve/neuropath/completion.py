@@ -1,6 +1,6 @@
-"""NeuroPath's post-retrieval completion (ALGORITHMS.md b.5): the path documents of a
-tracking run fused with completion hits for query + chain + requirement and, by default,
-a personalised PageRank from the query's entities and the paths' open ends."""
+"""NeuroPath's post-retrieval completion (docs/algorithms.md "NeuroPath: completion"): the
+path documents of a tracking run fused with completion hits for query + chain + requirement
+and, by default, a personalised PageRank from the query's entities and the paths' open ends."""
 
 from __future__ import annotations
 

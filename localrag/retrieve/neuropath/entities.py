@@ -1,5 +1,6 @@
-"""NeuroPath's query entities (ALGORITHMS.md b.2): grounded LLM NER, cached by query text,
-with spans as the fallback; and the entity linking that gives path tracking its seeds."""
+"""NeuroPath's query entities (docs/algorithms.md "NeuroPath: query entities and seeds"):
+grounded LLM NER, cached by query text, with spans as the fallback; and the entity linking
+that gives path tracking its seeds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""NeuroPath path state, candidate generation, pruning and rendering (ALGORITHMS.md b.2)."""
+"""NeuroPath path state, candidate generation, pruning and rendering (docs/algorithms.md
+"NeuroPath: path tracking")."""
 
 from __future__ import annotations
 

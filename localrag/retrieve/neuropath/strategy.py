@@ -1,8 +1,9 @@
 """NeuroPath: LLM-guided semantic path tracking, pruning and post-retrieval completion.
 
-ALGORITHMS.md b.2-b.5 with the pitfall resolutions of §f: stable ids (N3), duplicate paths
-removed (N10), bounded rounds and prompt size, only the last round's valid paths count (N4),
-path documents ranked before completion documents (N6). A weak model's reply is validated;
+docs/algorithms.md "NeuroPath", with its pitfall resolutions: stable ids (N3), duplicate
+paths removed (N10), bounded rounds and prompt size, only the last round's valid paths count
+(N4), path documents before completion documents with ``merge = paths-first`` (N6), fused onto
+the `graph` list by default. A weak model's reply is validated;
 when it is unusable the pruned paths' embedding order stands in for its choice, and the
 trace says so.
 """

@@ -1,4 +1,5 @@
-"""NeuroPath's semantic path tracking and pruning (ALGORITHMS.md b.3-b.4).
+"""NeuroPath's semantic path tracking and pruning (docs/algorithms.md
+"NeuroPath: path tracking").
 
 Bounded rounds and prompt size, stable ids (N3), duplicate paths removed (N10), only the
 last round's valid paths count (N4). A weak model's reply is validated; when it is unusable

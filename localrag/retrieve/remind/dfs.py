@@ -1,4 +1,5 @@
-"""ReMindRAG's two graph searches that need no LLM (ALGORITHMS.md c.4 steps 2 and 9.2).
+"""ReMindRAG's two graph searches that need no LLM (docs/algorithms.md
+"ReMindRAG: query pipeline", steps 2 and 9.2).
 
 ``expand``: memory-based subgraph expansion. From each seed, follow every edge whose
 read-out w(e, q) exceeds λ, depth first, collecting the passages reached. Merging rules of

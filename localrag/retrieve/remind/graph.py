@@ -1,4 +1,5 @@
-"""ReMindRAG's heterogeneous graph (ALGORITHMS.md c.1, c.3) mapped onto localrag's store.
+"""ReMindRAG's heterogeneous graph (docs/algorithms.md "ReMindRAG: the
+graph" and "ReMindRAG: edge weight") mapped onto localrag's store.
 
 Nodes are entities and passages. A passage plays both of ReMindRAG's roles, anchor and
 chunk: its anchor→chunk connection has const = 1 in the paper, so the two collapse into

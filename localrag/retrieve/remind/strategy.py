@@ -1,10 +1,11 @@
-"""ReMindRAG's own pipeline as the `remind` strategy (ALGORITHMS.md §c, pitfalls R1-R15).
+"""ReMindRAG's own pipeline as the `remind` strategy (docs/algorithms.md "ReMindRAG",
+pitfalls R1-R15).
 
 1. Seeds: the ``remind.seeds`` entities nearest emb(q) plus the ``remind.seed_passages``
    passages nearest it. ReMindRAG's anchors sit in the entity collection, so its top-2
    can be anchors (R3); rather than letting long-query similarity to passages crowd out
-   every entity, localrag takes both kinds, and a seed passage is collected at once (c.4
-   step 3). The walk starts at the first entity seed.
+   every entity, localrag takes both kinds, and a seed passage is collected at once
+   (step 3). The walk starts at the first entity seed.
 2. Memory expansion (step 2, ``remind_dfs.expand``): edges with w(e, q) > λ, no LLM.
 3. The walk (steps 5-7, ``remind_walk``): judge, exploitation shortcut, next-node choice
    with backtracking, judge after each collected passage; hard caps on moves, iterations

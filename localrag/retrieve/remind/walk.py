@@ -1,4 +1,5 @@
-"""ReMindRAG's LLM-guided walk (ALGORITHMS.md c.4 steps 5-7) on localrag's graph.
+"""ReMindRAG's LLM-guided walk (docs/algorithms.md "ReMindRAG: query
+pipeline", steps 5-7) on localrag's graph.
 
 Per iteration, at the current node c:
 - c is an entity with an uncollected passage that mentions it: move into the best one
