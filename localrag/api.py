@@ -19,6 +19,7 @@ from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution,
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.embedders import embedder_for, is_default
+from localrag.language import is_english
 from localrag.reembed import finish as reembed_finish
 from localrag.reembed import start as reembed_start
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
@@ -340,7 +341,7 @@ class Assistant:
     def _run_turn(self, asked: Asked, conversation: "Conversation | None", k: int | None,
                   where: PassageFilter | None, request: "AnswerRequest") -> Turn:
         """Resolve a follow-up, retrieve, answer; the model's calls and memory's writes are attributed to the question."""
-        needs_llm = self._needs_llm(asked.strategy, request, conversation)
+        needs_llm = self._needs_llm(asked.strategy, request, conversation, asked.question)
         scope = self.llm().scoped(asked.calls.append) if needs_llm else contextlib.nullcontext()
         with scope, self.index.store.memory.attributed(asked.query_id), observe_steps(self._step_sink(asked)):
             asked.emit(RetrievalStarted(elapsed_s=0.0, strategy=asked.strategy))
@@ -425,12 +426,13 @@ class Assistant:
                 raise
             return None
 
-    def _needs_llm(self, strategy: str, request: "AnswerRequest", conversation: "Conversation | None") -> bool:
+    def _needs_llm(self, strategy: str, request: "AnswerRequest", conversation: "Conversation | None",
+                   question: str) -> bool:
         """The model is loaded only when something calls it: the answer (unless its writer quotes the
-        evidence, which a free-text answer never does), the strategy (as it declares), or the
-        resolution of a follow-up."""
+        evidence, as it does for a question not in English; a free-text answer never does), the strategy
+        (as it declares), or the resolution of a follow-up."""
         free = (request.asked_mode or self.settings.answer.mode) == "free"
-        writes = request.answer and (free or self.resolve_writer() != "quote")
+        writes = request.answer and (free or (self.resolve_writer() != "quote" and is_english(question)))
         return writes or get_strategy(strategy).needs_llm or (conversation is not None and conversation.uses_llm)
 
 

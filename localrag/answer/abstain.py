@@ -129,14 +129,15 @@ class EvidenceCheck:
 
 def check_evidence(question: str, passages: Sequence[Passage], best: float | None,
                    settings: AnswerSettings, min_share_about: float = MIN_SHARE_ABOUT,
-                   common: MentionCount | None = None) -> EvidenceCheck:
-    """The two rules of the module docstring; ``best``: the best evidence sentence's cosine, None if none."""
+                   common: MentionCount | None = None, names_rule: bool = True) -> EvidenceCheck:
+    """The two rules of the module docstring; ``best``: the best evidence sentence's cosine, None if none.
+    ``names_rule`` False: rule 2 is not applied (it reads English capitalisation: localrag/language.py)."""
     if best is None:
         return EvidenceCheck("no evidence sentences") if settings.abstain_below > 0 else EvidenceCheck()
     if settings.abstain_below > 0 and best < settings.abstain_below:
         return EvidenceCheck(f"the best evidence sentence scores {best:.2f} < answer.abstain_below "
                              f"{settings.abstain_below:g}")
-    if settings.abstain_unnamed_below > 0 and best < settings.abstain_unnamed_below:
+    if names_rule and settings.abstain_unnamed_below > 0 and best < settings.abstain_unnamed_below:
         missing, named = names_without_note(question, passages, common, settings.abstain_common_from)
         if named and (named - len(missing)) < min_share_about * named:
             shown = ", ".join(f"“{n}”" for n in missing[:3])

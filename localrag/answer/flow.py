@@ -24,7 +24,7 @@ from localrag.answer.compare import NoteLookup
 from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence, split_units
 from localrag.answer.injection import followed_instruction, without_instructions
 from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
-from localrag.answer.shape import CHOICE, YESNO, Shape, classify
+from localrag.answer.shape import CHOICE, OPEN, YESNO, Shape, classify
 from localrag.answer.spans import NOT_IN_NOTES, Choices, build_choices, sentence_for, with_copied_spans
 from localrag.config import AnswerSettings
 from localrag.embed import Embedder
@@ -32,6 +32,7 @@ from localrag.llm.base import LLM, LLMError, Message, TokenSink
 from localrag.llm.prompts import PromptPassage, answer_messages, copy_answer_messages, short_span_messages
 from localrag.llm.prompts_chat import with_history
 from localrag.kg.spans import clean_markup
+from localrag.language import is_english
 from localrag.records import Passage, Retrieval
 
 NoteLinks = Callable[[str, str], list[Passage]]  # a sentence and its note's path -> the passages of the notes it links to
@@ -107,18 +108,23 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
         if _closer(with_linked, evidence):
             passages, evidence = passages + linked, with_linked
     evidence_ms = (time.perf_counter() - since) * 1000
+    english = is_english(question)
     check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings,
-                           common=mentions)
+                           common=mentions, names_rule=english)
     emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=check.weak,
                        quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))
-    shape = classify(question)
+    # the shapes, spans and comparisons are English rules: another language's question is quoted an answer
+    shape = classify(question) if english else Shape("open", OPEN)
     mode = mode or settings.mode
     kind = "free" if mode == "free" else ("short" if shape.short else "open")
     started = time.perf_counter()
     out = Composed("", [], evidence, shape, kind, evidence_ms=evidence_ms)
+    if not english:
+        out.notes.append("answer: the question is not in English, and the answer rules are: the evidence "
+                         "that answers is quoted")
     if check.weak and mode != "free":
         _abstain(out, passages, check.reason)
-    elif settings.writer == "quote" and mode != "free":
+    elif (settings.writer == "quote" or not english) and mode != "free":
         first = _FirstToken(on_token, emit, since)
         _quote(out, question, settings, passages, first, emit, since, lookup)
         out.first_token_ms = first.ms
