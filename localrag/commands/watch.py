@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from localrag.commands.common import add_folder, console, settings_from
+from rich.text import Text
+
+from localrag.commands.common import add_folder, console, err_console, settings_from
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -51,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
     def on_result(cycle) -> None:
         console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {cycle_line(cycle)}")
 
-    indexer = AutoIndexer(index, on_result=on_result, graph=graph)
+    def on_watch_fallback(fallback) -> None:
+        err_console.print(Text.assemble(("warning:", "bold yellow"), " ", fallback.message))
+
+    indexer = AutoIndexer(index, on_result=on_result, graph=graph, on_watch_fallback=on_watch_fallback)
     console.print(f"watching {index.folder} (Ctrl-C to stop)")
     try:
         indexer.run()

@@ -5,7 +5,9 @@ are coalesced until the folder has been quiet for ``index.watch_debounce_ms`` (o
 ``watch_max_wait_ms`` has passed since the first event, so a folder that never settles is
 still synced). ``AutoIndexer`` owns the only writer thread: it syncs once at start, then
 after every batch, and runs the slow graph phase whenever nothing newer is waiting.
-Both the TUI (in a Textual thread worker) and ``localrag watch`` use it.
+Both the TUI (in a Textual thread worker) and ``localrag watch`` use it. Where the kernel's
+inotify limits stop the native observer from watching every folder, the watcher polls instead
+and says so once (``ingest/observers.py``).
 
 A sync is always a full incremental sync (stat-diffed, cheap) rather than a per-path
 update: a batch can miss events (editors that save via rename, folders moved in whole),
@@ -19,12 +21,14 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from localrag.config import IndexSettings
 from localrag.ingest.ignore import IGNORE_FILE, folder_patterns
+from localrag.ingest.observers import (POLL_INTERVAL_S, WatchFallback, fallback_for_error, fallback_for_unwatched,
+                                       folders_under, start_native, start_polling, stop_observer, unwatched)
 from localrag.ingest.sync import Progress, SyncReport
 from localrag.ingest.walker import STATE_DIR, display_name, is_candidate, is_ignored
 from localrag.store.lock import LockBusy
@@ -94,7 +98,8 @@ class FolderWatcher:
     """A watchdog observer whose events arrive as debounced ``ChangeBatch`` callbacks."""
 
     def __init__(self, folder: Path, settings: IndexSettings, on_batch: Callable[[ChangeBatch], None],
-                 *, debounce_s: float | None = None, max_wait_s: float | None = None):
+                 *, debounce_s: float | None = None, max_wait_s: float | None = None,
+                 on_fallback: Callable[[WatchFallback], None] | None = None, poll_interval_s: float = POLL_INTERVAL_S):
         self.root = Path(folder).resolve()
         self.settings = settings
         self.on_batch = on_batch
@@ -103,38 +108,42 @@ class FolderWatcher:
         self._pending: ChangeBatch | None = None
         self._cond = threading.Condition()
         self._stopped = False
+        self.on_fallback = on_fallback
+        self.poll_interval_s = poll_interval_s
+        self.fallback: WatchFallback | None = None  # set once the folder is polled instead of watched natively
+        # found on watchdog's thread (with the folders it skipped); the debounce thread switches
+        self._fallback_due: tuple[WatchFallback, list[str]] | None = None
+        self._falling_back = False  # once: events still arrive from the native observer while it stops
         self._observer: Any = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
-        # watchdog starts its native observer on import: loaded only when watching
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
-
-        watcher = self
-
-        class _Handler(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:  # watchdog's thread
-                watcher.handle(event.event_type, os.fsdecode(event.src_path),
-                               os.fsdecode(getattr(event, "dest_path", "") or ""), event.is_directory)
-
-        self._observer = Observer()
-        self._observer.schedule(_Handler(), str(self.root), recursive=True)
-        self._observer.daemon = True
-        self._observer.start()
+        folders = folders_under(self.root, self._can_hold_notes)  # listed first: a folder made later is an event
+        try:
+            self._observer = start_native(self.root, self.handle)
+        except OSError as exc:  # the limit (ENOSPC, EMFILE) or an unreadable folder
+            self._fall_back(fallback_for_error(exc))
+        else:
+            missing = unwatched(self._observer, folders)
+            if missing:
+                self._fall_back(fallback_for_unwatched(f"{len(missing):,} of {len(folders):,} folders"))
         self._thread = threading.Thread(target=self._debounce_loop, name="localrag-watch-debounce", daemon=True)
         self._thread.start()
+
+    @property
+    def mode(self) -> str:
+        """"native" (inotify and the like), "polling" (after a fallback), or "" before start."""
+        return "" if self._observer is None else ("polling" if self.fallback is not None else "native")
 
     def stop(self) -> None:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
-        if self._thread is not None:
+        if self._thread is not None:  # first: it may be switching observers
             self._thread.join(timeout=5)
+        if self._observer is not None:
+            stop_observer(self._observer)
 
     def __enter__(self) -> "FolderWatcher":
         self.start()
@@ -151,6 +160,11 @@ class FolderWatcher:
         rels = [r for r in (relevant_path(self.root, p, self.settings, is_directory) for p in (src, dest) if p) if r]
         if not rels:
             return
+        self._record(rels, kind)
+        if is_directory and kind in ("created", "moved"):
+            self._check_new_folder(dest or src)
+
+    def _record(self, rels: list[str], kind: str) -> None:
         now = time.monotonic()
         with self._cond:
             batch = self._pending
@@ -168,22 +182,63 @@ class FolderWatcher:
                 batch.modified += 1
             self._cond.notify_all()
 
+    def _can_hold_notes(self, folder: str) -> bool:
+        return relevant_path(self.root, folder, self.settings, True) is not None
+
+    def _check_new_folder(self, folder: str) -> None:
+        """A folder that appeared while watching natively: past the limit watchdog skips it silently."""
+        if self._falling_back or self.mode != "native":
+            return
+        missing = unwatched(self._observer, folders_under(Path(folder), self._can_hold_notes))
+        if missing:
+            rels = [r for r in (relevant_path(self.root, f, self.settings, True) for f in missing) if r]
+            with self._cond:
+                if not self._falling_back:
+                    self._falling_back = True
+                    self._fallback_due = fallback_for_unwatched(f"{len(missing):,} new folder(s)"), rels
+                self._cond.notify_all()
+
+    def _fall_back(self, fallback: WatchFallback) -> None:
+        """Poll the folder instead of watching it natively, and say so once."""
+        self._falling_back = True
+        logger.warning("%s", fallback.message)
+        if self._observer is not None:
+            stop_observer(self._observer)
+        self._observer = start_polling(self.root, self.handle, self.poll_interval_s)
+        self.fallback = replace(fallback, poll_interval_s=self.poll_interval_s)
+        if self.on_fallback is not None:
+            self.on_fallback(self.fallback)
+
+    def _next_due(self) -> tuple[ChangeBatch | None, tuple[WatchFallback, list[str]] | None]:
+        """Wait for a batch that is due or an observer switch; (None, None) once stopped."""
+        with self._cond:
+            while not self._stopped:
+                if self._fallback_due is not None:
+                    switch, self._fallback_due = self._fallback_due, None
+                    return None, switch
+                batch = self._pending
+                if batch is None:
+                    self._cond.wait()
+                    continue
+                now = time.monotonic()
+                due = min(batch.last_at + self.debounce_s, batch.first_at + self.max_wait_s)
+                if now >= due:
+                    self._pending = None
+                    return batch, None
+                self._cond.wait(timeout=due - now)
+        return None, None
+
     def _debounce_loop(self) -> None:
         while True:
-            with self._cond:
-                while not self._stopped:
-                    batch = self._pending
-                    if batch is None:
-                        self._cond.wait()
-                        continue
-                    now = time.monotonic()
-                    due = min(batch.last_at + self.debounce_s, batch.first_at + self.max_wait_s)
-                    if now >= due:
-                        self._pending = None
-                        break
-                    self._cond.wait(timeout=due - now)
-                if self._stopped:
-                    return
+            batch, switch = self._next_due()
+            if switch is not None:
+                fallback, skipped = switch
+                self._fall_back(fallback)
+                # a change made before polling began is in no snapshot: one more sync, after the switch, sees it
+                self._record(skipped, "created")
+                continue
+            if batch is None:
+                return
             try:
                 self.on_batch(batch)
             except Exception:  # a failing consumer must not kill the watcher
@@ -226,7 +281,8 @@ class AutoIndexer:
     def __init__(self, index: Any, *, on_result: Callable[[IndexCycle], None] | None = None,
                  on_sync_progress: SyncProgressFn | None = None, on_graph_progress: GraphProgressFn | None = None,
                  graph: bool = True, watch: bool = True, debounce_s: float | None = None,
-                 graph_llm: Callable[[], Any | None] | None = None):
+                 graph_llm: Callable[[], Any | None] | None = None,
+                 on_watch_fallback: Callable[[WatchFallback], None] | None = None):
         self.index = index
         self.on_result = on_result or (lambda cycle: None)
         self.on_sync_progress = on_sync_progress
@@ -242,6 +298,8 @@ class AutoIndexer:
         self.busy = False  # a sync or graph phase is running
         self.phase = ""  # "sync" | "graph" | "" (idle)
         self.watching = False
+        self.on_watch_fallback = on_watch_fallback  # told once if the folder is polled instead of watched natively
+        self.watch_fallback: WatchFallback | None = None
         self.running = False  # run() has started and not yet returned
         self.finished = threading.Event()  # run() has returned: the index may be closed
 
@@ -289,7 +347,7 @@ class AutoIndexer:
         watcher = None
         if self.watch:
             watcher = FolderWatcher(self.index.folder, self.index.settings.index, self._queue.put,
-                                    debounce_s=self.debounce_s)
+                                    debounce_s=self.debounce_s, on_fallback=self._watch_fell_back)
             watcher.start()
             self.watching = True
         try:
@@ -311,6 +369,11 @@ class AutoIndexer:
             self.finished.set()
 
     # -- internals -------------------------------------------------------------------
+    def _watch_fell_back(self, fallback: WatchFallback) -> None:
+        self.watch_fallback = fallback
+        if self.on_watch_fallback is not None:
+            self.on_watch_fallback(fallback)
+
     def _drain(self, first: ChangeBatch | None) -> ChangeBatch | None:
         """Everything queued now, merged: one sync covers it all (None: no file events, e.g. start-up)."""
         merged = first

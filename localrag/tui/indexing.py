@@ -16,7 +16,8 @@ from textual.message import Message
 
 from localrag.api import Index, IndexStatus
 from localrag.ingest.watcher import AutoIndexer, IndexCycle
-from localrag.tui.messages import IndexCycleDone
+from localrag.ingest.observers import WatchFallback
+from localrag.tui.messages import IndexCycleDone, WatchFellBack
 from localrag.tui.presentation import Presentation
 from localrag.tui.progress import IndexProgress, ProgressFeed
 
@@ -40,7 +41,8 @@ class IndexingRows(IndexProgress):
         feed = ProgressFeed()
         indexer = AutoIndexer(index, on_result=self._cycle_finished, on_sync_progress=feed.on_sync,
                               on_graph_progress=feed.on_graph, watch=watch, graph=graph,
-                              graph_llm=None if graph_model is None else lambda: graph_model(indexer.interrupting))
+                              graph_llm=None if graph_model is None else lambda: graph_model(indexer.interrupting),
+                              on_watch_fallback=self._watch_fell_back)
         super().__init__(feed, graph_available=indexer.has_graph_phase, presentation=presentation, **kw)
         self.index = index
         self.indexer = indexer
@@ -65,7 +67,13 @@ class IndexingRows(IndexProgress):
             return "paused (F7 resumes)"
         if self.indexer.busy or self.cycles_done == 0:
             return "indexing: building the graph" if self.indexer.phase == "graph" else "indexing: reading and embedding files"
-        return "watching for changes" if self.indexer.watching else "idle (not watching)"
+        if not self.indexer.watching:
+            return "idle (not watching)"
+        fallback = self.indexer.watch_fallback
+        if fallback is None:
+            return "watching for changes"
+        why = f"inotify {fallback.cause}" if fallback.sysctl else "no native watch"
+        return f"watching for changes by polling every {fallback.poll_interval_s:g} s ({why})"
 
     def refresh_state(self) -> None:
         state = self.state_text()
@@ -93,6 +101,14 @@ class IndexingRows(IndexProgress):
         except Exception:
             status = None
         self.post_message(IndexCycleDone(cycle, status))
+
+    def _watch_fell_back(self, fallback: WatchFallback) -> None:
+        self.post_message(WatchFellBack(fallback))
+
+    def on_watch_fell_back(self, msg: WatchFellBack) -> None:
+        # long-lived: the user has to act on it (raise the limit) for native watching to come back
+        self.notify(msg.fallback.message, title="watching by polling", severity="warning", timeout=30)
+        self.refresh_state()
 
     def on_index_cycle_done(self, msg: IndexCycleDone) -> None:
         try:

@@ -7,6 +7,7 @@ from textual.message import Message
 from localrag.answer import Answer
 from localrag.answer.events import AskEvent
 from localrag.api import IndexStatus
+from localrag.ingest.observers import WatchFallback
 from localrag.ingest.watcher import IndexCycle
 
 
@@ -17,6 +18,14 @@ class IndexCycleDone(Message):
         super().__init__()
         self.cycle = cycle
         self.status = status
+
+
+class WatchFellBack(Message):
+    """The folder could not be watched natively (the inotify limit): it is polled instead."""
+
+    def __init__(self, fallback: WatchFallback) -> None:
+        super().__init__()
+        self.fallback = fallback
 
 
 class AnswerTokens(Message):
