@@ -6,6 +6,7 @@ skipped with their reason; an edited document keeps its unchanged passages."""
 from __future__ import annotations
 
 import io
+import json
 import time
 import zipfile
 from pathlib import Path
@@ -15,6 +16,7 @@ from document_fixtures import (KNOWN, docx_bytes, epub_bytes, odp_bytes, odt_byt
                                scanned_pdf_bytes, write_documents)
 
 from localrag.api import Assistant, Index
+from localrag.config import load_settings
 from localrag.ingest.documents import packages
 from localrag.ingest.loaders import SkipFile, load_data
 from localrag.ingest.places import chunk_document, locator
@@ -198,6 +200,37 @@ def test_the_tui_shows_a_documents_passage_under_its_locator(documents_index):
     table, note = render_source(citation, idx.folder)
     assert note == "a .pdf document is shown as its indexed text"
     assert table.row_count == len(passage.text.splitlines())
+
+
+def test_ask_json_gives_each_citation_its_path_lines_and_locator_apart(tmp_path, embedder, monkeypatch, capsys):
+    import localrag.embed  # the CLI's default embedder: the session's, loaded once
+    from localrag.cli import main  # the command line, in process
+
+    monkeypatch.setattr(localrag.embed, "_DEFAULT", embedder)
+    for name in [k for k in __import__("os").environ if k.startswith("LOCALRAG_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("LOCALRAG_ANSWER_WRITER", "quote")  # the quoting writer: no model load
+    folder = tmp_path / "asked"
+    folder.mkdir()
+    (folder / KNOWN["pdf"].name).write_bytes(pdf_bytes())
+    (folder / "harbour.md").write_text("# Harbour\n\nThe harbour wall of Kelmouth was rebuilt in granite in 1907.\n")
+
+    def ask(question: str, *extra: str) -> dict:
+        assert main(["ask", question, "-f", str(folder), "--json", "--strategy", "hybrid", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    cited = ask(KNOWN["pdf"].question)["citations"][0]
+    note = ask("What was the harbour wall of Kelmouth rebuilt in?", "--no-sync")["citations"][0]
+    idx = Index(load_settings(folder, env={}), embedder)
+    try:
+        page = next(p for p in idx.store.docs.passages_of(KNOWN["pdf"].name) if KNOWN["pdf"].sentence in p.text)
+        wall = idx.store.docs.passages_of("harbour.md")[0]
+    finally:
+        idx.close()
+    assert (cited["path"], cited["start_line"], cited["end_line"], cited["locator"], cited["location"]) == (
+        KNOWN["pdf"].name, page.start_line, page.end_line, "p. 2", f"{KNOWN['pdf'].name} p. 2")
+    assert (note["path"], note["start_line"], note["end_line"], note["locator"], note["location"]) == (
+        "harbour.md", wall.start_line, wall.end_line, "", f"harbour.md:{wall.start_line}-{wall.end_line}")
 
 
 def test_an_index_from_before_locators_reads_its_pdfs_again(tmp_path, settings_for, embedder):

@@ -109,7 +109,7 @@ class Answer:
             "citations": [_citation_json(c) for c in self.citations if c.cited],
             "given": [_citation_json(c) for c in self.citations if not c.cited],
             "passages": [
-                {"rank": i + 1, "id": sp.passage.id, "path": sp.passage.path, "location": sp.passage.location,
+                {"rank": i + 1, "id": sp.passage.id, **_place_json(sp.passage),
                  "score": round(sp.score, 6), "source": sp.source, "text": sp.passage.text}
                 for i, sp in enumerate(self.retrieval.passages)
             ],
@@ -131,8 +131,14 @@ def _ms(value: float | None) -> float | None:
 
 
 def _citation_json(c: Citation) -> dict:
-    return {"n": c.number, "cited": c.cited, "inferred": c.inferred, "path": c.passage.path,
-            "start_line": c.passage.start_line, "end_line": c.passage.end_line, "location": c.location}
+    return {"n": c.number, "cited": c.cited, "inferred": c.inferred, **_place_json(c.passage)}
+
+
+def _place_json(p: Passage) -> dict:
+    """Where a passage is, field by field: a document's locator ("p. 12", "slide 3"; "" for a note)
+    beside the text lines its citation counts, and the two as one location."""
+    return {"path": p.path, "start_line": p.start_line, "end_line": p.end_line, "locator": p.locator,
+            "location": p.location}
 
 
 def prompt_passages(retrieval: Retrieval, n: int) -> list[PromptPassage]:
