@@ -137,10 +137,11 @@ def test_an_index_from_before_the_link_table_is_made_exact_by_its_next_sync(kg_i
     store = index.store
     with store.transaction():  # back to schema 5: none of the tables and triggers of migrations 6 and later
         for (name,) in store.query("SELECT name FROM sqlite_master WHERE type = 'trigger' AND "
-                                   "(name LIKE 'links_%' OR name LIKE 'note_%' OR name LIKE 'matrix_%')"):
+                                   "(name LIKE 'links_%' OR name LIKE 'note_%' OR name LIKE 'matrix_%' "
+                                   "OR name = 'passages_gone_cjk')"):
             store.execute(f"DROP TRIGGER {name}")
         for table in ("passage_links", "note_meta", "note_names", "note_tags", "graph_matrix",
-                      "graph_matrix_dirty", "turns", "sessions", "memory_writes", "query_feedback"):
+                      "graph_matrix_dirty", "turns", "sessions", "memory_writes", "query_feedback", "passages_cjk"):
             store.execute(f"DROP TABLE {table}")
         store.execute("ALTER TABLE passages DROP COLUMN locator")  # migration 12's column
         store.execute("DELETE FROM schema_migrations WHERE version >= 6")

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from localrag.store.cjk import cjk_terms
+
 logger = logging.getLogger(__name__)
 
 APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from foreign ones
@@ -128,6 +130,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> Any:
         raise StoreError(f"cannot open index database {target}: {exc}") from exc
     try:
         _load_vec(conn)
+        conn.create_function("cjk_terms", 1, cjk_terms, deterministic=True)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         retry_busy(lambda: _setup(conn, readonly, target))
     except mod.DatabaseError as exc:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from localrag.records import Document, Passage, SkippedFile
+from localrag.store.cjk import cjk_terms, has_cjk
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
@@ -66,16 +67,18 @@ class Documents:
         """A changed, retitled or moved document. Triggers re-queue its passages for the graph phase
         when the title changes, and the passages linking to its old or new path when the title or
         path changes (schema ``_passage_links``); a move also re-resolves its own passages' links."""
-        old = self.s.one("SELECT path FROM documents WHERE id = ?", (doc_id,))
+        old = self.s.one("SELECT path, title FROM documents WHERE id = ?", (doc_id,))
         self.s.execute(
             "UPDATE documents SET path = ?, size = ?, mtime_ns = ?, sha256 = ?, title = ?, indexed_at = ? WHERE id = ?",
             (path, size, mtime_ns, sha256, title, time.time(), doc_id),
         )
-        # the title is part of each passage's lexical row
+        # the title is part of each passage's lexical rows
         self.s.execute(
             "UPDATE passages_fts SET title = ? WHERE rowid IN (SELECT id FROM passages WHERE doc_id = ?)",
             (title, doc_id),
         )
+        if old is not None and old[1] != title and (has_cjk(old[1]) or has_cjk(title)):
+            self._retitle_cjk(doc_id, title)
         if old is not None and old[0] != path:
             self._resolve_links_again(doc_id, path, mtime_ns)
 
@@ -107,6 +110,7 @@ class Documents:
         )
         pid = int(cur.lastrowid)
         self.s.execute("INSERT INTO passages_fts(rowid, title, heading, text) VALUES(?,?,?,?)", (pid, title, p.heading, p.text))
+        self._add_cjk(pid, title, p.heading, p.text)
         self._add_links(pid, p.links)
         return pid
 
@@ -117,6 +121,19 @@ class Documents:
             (p.ordinal, p.heading, p.start_line, p.end_line, p.locator, passage_id),
         )
         self._add_links(passage_id, p.links)  # already there, except in an index older than the link table
+
+    # -- CJK lexical rows (store/cjk.py) ---------------------------------------------
+    def _add_cjk(self, passage_id: int, title: str, heading: str, text: str) -> None:
+        """The passage's row of passages_cjk, when its title, heading or text has CJK characters."""
+        terms = (cjk_terms(title), cjk_terms(heading), cjk_terms(text))
+        if any(terms):
+            self.s.execute("INSERT INTO passages_cjk(rowid, title, heading, text) VALUES(?,?,?,?)", (passage_id, *terms))
+
+    def _retitle_cjk(self, doc_id: int, title: str) -> None:
+        rows = self.s.query("SELECT id, heading, text FROM passages WHERE doc_id = ?", (doc_id,))
+        self.s.executemany("DELETE FROM passages_cjk WHERE rowid = ?", [(pid,) for pid, _, _ in rows])
+        for pid, heading, text in rows:
+            self._add_cjk(pid, title, heading, text)
 
     # -- note links -----------------------------------------------------------------
     def _add_links(self, passage_id: int, hrefs: Sequence[str]) -> None:

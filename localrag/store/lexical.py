@@ -6,6 +6,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Collection
 
+from localrag.store.cjk import cjk_bigrams, has_cjk
+
 if TYPE_CHECKING:
     from localrag.store.db import Store
 
@@ -25,6 +27,20 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(terms))
 
 
+def cjk_query(text: str) -> str:
+    """An FTS5 OR-query of the text's CJK bigrams (store/cjk.py), for passages_cjk."""
+    return " OR ".join(f'"{b}"' for b in dict.fromkeys(cjk_bigrams(text)))
+
+
+def summed(rankings: list[list[tuple[int, float]]], k: int) -> list[tuple[int, float]]:
+    """The ``k`` best by the sum of their BM25 scores in each ranking; equal sums by passage id."""
+    total: dict[int, float] = {}
+    for ranking in rankings:
+        for pid, score in ranking:
+            total[pid] = total.get(pid, 0.0) + score
+    return sorted(total.items(), key=lambda t: (-t[1], t[0]))[:k]
+
+
 class LexicalIndex:
     def __init__(self, store: "Store") -> None:
         self.s = store
@@ -35,15 +51,22 @@ class LexicalIndex:
         ``side``: read on the store's second connection, so a concurrent vector search on
         the main one does not wait (hybrid retrieval). ``only``: the passages a filter lets through.
         """
-        query = fts_query(text)
-        if not query or (only is not None and not only):
+        if only is not None and not only:
+            return []
+        words = self._bm25("passages_fts", fts_query(text), k, side, only)
+        if not has_cjk(text):
+            return words
+        return summed([words, self._bm25("passages_cjk", cjk_query(text), k, side, only)], k)
+
+    def _bm25(self, table: str, query: str, k: int, side: bool, only: Collection[int] | None) -> list[tuple[int, float]]:
+        if not query:
             return []
         read = self.s.side_query if side else self.s.query
         within = " AND rowid IN (SELECT value FROM json_each(?))" if only is not None else ""
         params: tuple = (query, json.dumps(sorted(only)), k) if only is not None else (query, k)
         rows = read(
-            "SELECT rowid, bm25(passages_fts, 2.0, 1.0, 1.0) AS score FROM passages_fts "
-            f"WHERE passages_fts MATCH ?{within} ORDER BY score LIMIT ?",
+            f"SELECT rowid, bm25({table}, 2.0, 1.0, 1.0) AS score FROM {table} "
+            f"WHERE {table} MATCH ?{within} ORDER BY score LIMIT ?",
             params,
         )
         return [(int(r[0]), -float(r[1])) for r in rows]

@@ -470,6 +470,23 @@ UPDATE documents SET size = -1, sha256 = '' WHERE kind = 'pdf';
 """
 
 
+def _cjk_lexical(dim: int) -> str:
+    """Chinese, Japanese and Korean words for lexical search: each passage's title, heading and text as
+    overlapping CJK character bigrams (store/cjk.py), one row per passage that has CJK text, in step
+    with passages_fts (written by Documents, deleted by trigger). ``cjk_terms`` is the Python
+    function every connection defines (store/connection.py); it fills the table for an existing index."""
+    return """
+CREATE VIRTUAL TABLE passages_cjk USING fts5(title, heading, text, tokenize = 'unicode61');
+CREATE TRIGGER passages_gone_cjk AFTER DELETE ON passages BEGIN
+  DELETE FROM passages_cjk WHERE rowid = old.id;
+END;
+INSERT INTO passages_cjk(rowid, title, heading, text)
+  SELECT id, title, heading, text FROM (SELECT p.id AS id, cjk_terms(d.title) AS title, cjk_terms(p.heading) AS heading,
+    cjk_terms(p.text) AS text FROM passages p JOIN documents d ON d.id = p.doc_id)
+  WHERE title <> '' OR heading <> '' OR text <> '';
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "foundation", _foundation),
     Migration(2, "graph", _graph),
@@ -483,5 +500,6 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "memory_feedback", _memory_feedback),
     Migration(11, "document_titles", _document_titles),
     Migration(12, "passage_locators", _passage_locators),
+    Migration(13, "cjk_lexical", _cjk_lexical),
 ]
 
