@@ -44,6 +44,7 @@ CONSISTENCY = {
     "bit vectors != passages": "SELECT (SELECT COUNT(*) FROM passage_bits) - (SELECT COUNT(*) FROM passages)",
     "FTS rows != passages": "SELECT (SELECT COUNT(*) FROM passages_fts) - (SELECT COUNT(*) FROM passages)",
     "FTS rows without a passage": "SELECT COUNT(*) FROM passages_fts f WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.id = f.rowid)",
+    "CJK rows without a passage": "SELECT COUNT(*) FROM passages_cjk c WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.id = c.rowid)",
     "fact sources of missing passages": "SELECT COUNT(*) FROM fact_sources s WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.id = s.passage)",
     "fact sources of missing facts": "SELECT COUNT(*) FROM fact_sources s WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.id = s.fact)",
     "facts with no source": "SELECT COUNT(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact = f.id)",
