@@ -21,21 +21,21 @@ import re
 # Han (with extension A, the compatibility block and the supplementary planes), the ideographic
 # iteration and zero marks, hiragana, katakana (not its middle dot, which is punctuation),
 # half-width katakana and Hangul syllables.
-_RUN = re.compile(
+CJK_RUN = re.compile(
     "[\u3005-\u3007\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]+"
 )
 
 
 def has_cjk(text: str) -> bool:
-    return _RUN.search(text) is not None
+    return CJK_RUN.search(text) is not None
 
 
 def cjk_bigrams(text: str) -> list[str]:
     """The overlapping character bigrams of each CJK run of ``text``, in order (a one-character run
     as itself); everything else is left out."""
     out: list[str] = []
-    for run in _RUN.findall(text):
+    for run in CJK_RUN.findall(text):
         out.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
     return out
 
