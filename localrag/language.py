@@ -20,8 +20,11 @@ import re
 import threading
 from functools import lru_cache
 
+from localrag.store.cjk import has_cjk
+
 ENGLISH = "en"
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_KANA = re.compile(r"[\u3040-\u30ff\uff66-\uff9f]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
 _LOCK = threading.Lock()
 
 
@@ -36,10 +39,8 @@ def _identifier():
 @lru_cache(maxsize=4096)
 def question_language(question: str) -> str:
     """The ISO 639-1 code of the language ``question`` is written in ("en", "de", "zh", ...)."""
-    if _CJK.search(question):
-        kana = re.search(r"[\u3040-\u30ff]", question)
-        hangul = re.search(r"[\uac00-\ud7af]", question)
-        return "ja" if kana else "ko" if hangul else "zh"
+    if has_cjk(question):
+        return "ja" if _KANA.search(question) else "ko" if _HANGUL.search(question) else "zh"
     kept = _without_names(question)
     text = kept if len(kept.split()) >= 2 else question
     if not any(c.isalpha() for c in text):

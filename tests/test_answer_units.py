@@ -10,7 +10,9 @@ from hypothesis import given, settings, strategies as st
 from rich.console import Console
 
 from localrag.answer import Answer, Citation, checked_reply, strip_markup
-from localrag.answer.evidence import EvidenceSentence, rank_evidence, residual_words, split_units, with_residual
+from localrag.answer.evidence import (
+    EvidenceSentence, rank_evidence, residual_words, specific_share, split_units, with_residual, with_specific,
+)
 from localrag.answer.shape import classify
 from localrag.answer.spans import NOT_IN_NOTES, build_choices, ngrams, with_copied_spans
 from localrag.llm.grammar import choice_grammar, choice_schema, grammar_language
@@ -101,6 +103,22 @@ def test_a_sentence_saying_what_the_best_one_leaves_out_is_shown():
     assert {"starred", "seven", "years"} <= words and "comedy" not in words
     shown = [e.plain for e in with_residual(question, by_cosine)[:2]]
     assert any("seven years" in s for s in shown), shown
+
+
+def test_a_unit_holding_what_the_question_does_not_say_outranks_one_restating_it():
+    page = _passage("> Scan the integrity of Windows system files.\n\n- Scan and repair: `sfc /scannow`", 1, "sfc.md", "sfc")
+    question = "How do I check the Windows system files for corruption and repair them?"
+    restating = EvidenceSentence("Scan the integrity of Windows system files.", "Scan the integrity of Windows "
+                                 "system files.", page, 1, 3, "sentence", 0.75, 0.75)
+    answering = EvidenceSentence("Scan and repair: `sfc /scannow`", "Scan and repair: sfc /scannow", page, 1, 5,
+                                 "item", 0.70, 0.70)
+    assert specific_share(restating.text, question) == 0.0
+    assert specific_share(answering.text, question) == 0.5  # one code span of the two a whole bonus needs
+    assert specific_share("Use -p- for ports 1 to 65535", "Which nmap flag scans all ports?") == 1.0
+    assert specific_share("Use `sfc` to check Windows.", "What does sfc do on Windows?") == 0.0  # said already
+    assert [e.line for e in with_specific(question, [restating, answering], 0.15)] == [5, 3]
+    assert [e.line for e in with_specific(question, [restating, answering], 0.0)] == [3, 5]
+    assert with_specific(question, [answering], 0.15)[0].similarity == 0.70  # abstention still reads the cosine
 
 
 def _ranked_by_cosine(film: Passage, vale: Passage) -> list[EvidenceSentence]:

@@ -34,6 +34,10 @@ DIVERSE_WITHIN = 0.1  # … among those scoring within this of the best (an unre
 # "… an actress who starred in what for seven years?" -> "She starred in … for seven years"; chosen on
 # the dev questions (docs/benchmarks.md "Answers: evidence and candidates")
 RESIDUAL_WEIGHT = 0.3
+# what a note answers with and a question rarely says: a code span, a number, a flag, a CamelCase or
+# path::like identifier, a Windows /flag, an acronym ("use `-p-` for all ports", "sends only 4 packets")
+_SPECIFIC = re.compile(r"`[^`]+`|\b\d[\w.:-]*|\b[A-Z][a-z]+[A-Z]\w*|\b\w+(?:::\w+)+|(?<![\w-])--?\w[\w-]*|(?<![\w/])/[a-z?]\w*|\b[A-Z]{2,}\b")
+SPECIFIC_FULL = 2  # this many specific tokens the question does not say earn the whole bonus
 MAX_UNIT_CHARS = 600  # a very long unit (a code block, a giant table row) is cut for display and embedding
 
 
@@ -268,7 +272,7 @@ def order_evidence(question: str, ranked: Sequence[EvidenceSentence], shown: int
 
 def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage], *, facts: str = "",
                   facts_weight: float = 0.3, with_title: bool = False,
-                  residual_weight: float = RESIDUAL_WEIGHT) -> list[EvidenceSentence]:
+                  residual_weight: float = RESIDUAL_WEIGHT, specific_weight: float = 0.0) -> list[EvidenceSentence]:
     """Every unit of ``passages``, best first (ties: earlier passage, earlier line).
 
     ``with_title`` embeds a unit after its note's title ("Finland: The markka was replaced by the
@@ -294,7 +298,27 @@ def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage]
     out = [EvidenceSentence(u.text[:MAX_UNIT_CHARS], plain, p, rank, p.start_line + u.line_offset, u.kind, float(s),
                             float(s))
            for (u, p, rank, plain), s in zip(found, np.asarray(scores, dtype=np.float64))]
-    return order_evidence(question, with_residual(question, out, residual_weight))
+    return order_evidence(question, with_specific(question, with_residual(question, out, residual_weight),
+                                                  specific_weight))
+
+
+def specific_share(text: str, question: str) -> float:
+    """How much of what an answer is made of ``text`` holds that ``question`` does not say, 0 to 1
+    (``SPECIFIC_FULL`` such tokens or more: 1)."""
+    asked = question.lower()
+    novel = [t for t in _SPECIFIC.findall(text) if t.strip("`").lower() not in asked]
+    return min(1.0, len(novel) / SPECIFIC_FULL)
+
+
+def with_specific(question: str, ranked: Sequence[EvidenceSentence], weight: float) -> list[EvidenceSentence]:
+    """``ranked`` with ``weight`` x ``specific_share`` added to each score, best first: of two units as
+    close to the question, the one holding a command, a flag or a number is the answer more often than
+    the one restating the question (docs/benchmarks.md "Notes suite")."""
+    if not weight:
+        return list(ranked)
+    out = [replace(e, score=e.score + weight * specific_share(e.text, question)) for e in ranked]
+    out.sort(key=lambda e: (-e.score, e.rank, e.line))
+    return out
 
 
 def residual_words(question: str, ranked: Sequence[EvidenceSentence]) -> set[str]:

@@ -101,10 +101,11 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     passages of the notes a sentence links to; ``mentions``: how many passages of the folder say a name)."""
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
     facts = path_facts(retrieval)
-    evidence = rank_evidence(embedder, question, passages, facts=facts)
+    evidence = rank_evidence(embedder, question, passages, facts=facts, specific_weight=settings.evidence_specific)
     linked = _linked(passages, evidence, links) if links is not None else []
     if linked:
-        with_linked = rank_evidence(embedder, question, passages + linked, facts=facts)
+        with_linked = rank_evidence(embedder, question, passages + linked, facts=facts,
+                                    specific_weight=settings.evidence_specific)
         if _closer(with_linked, evidence):
             passages, evidence = passages + linked, with_linked
     evidence_ms = (time.perf_counter() - since) * 1000
