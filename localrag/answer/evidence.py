@@ -298,8 +298,13 @@ def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage]
     out = [EvidenceSentence(u.text[:MAX_UNIT_CHARS], plain, p, rank, p.start_line + u.line_offset, u.kind, float(s),
                             float(s))
            for (u, p, rank, plain), s in zip(found, np.asarray(scores, dtype=np.float64))]
-    return order_evidence(question, with_specific(question, with_residual(question, out, residual_weight),
-                                                  specific_weight))
+    return favour_specific(question, with_residual(question, out, residual_weight), specific_weight)
+
+
+def favour_specific(question: str, ranked: Sequence[EvidenceSentence], weight: float) -> list[EvidenceSentence]:
+    """``ranked`` in the order evidence is shown once ``weight`` x ``specific_share`` is added to each
+    score (``order_evidence`` of ``with_specific``)."""
+    return order_evidence(question, with_specific(question, ranked, weight))
 
 
 def specific_share(text: str, question: str) -> float:

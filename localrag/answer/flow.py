@@ -21,7 +21,7 @@ from localrag.answer import (
 )
 from localrag.answer.abstain import MentionCount, check_evidence
 from localrag.answer.compare import NoteLookup
-from localrag.answer.evidence import EvidenceSentence, path_facts, rank_evidence, split_units
+from localrag.answer.evidence import EvidenceSentence, favour_specific, path_facts, rank_evidence, split_units
 from localrag.answer.injection import followed_instruction, without_instructions
 from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
 from localrag.answer.shape import CHOICE, OPEN, YESNO, Shape, classify
@@ -101,13 +101,15 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     passages of the notes a sentence links to; ``mentions``: how many passages of the folder say a name)."""
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
     facts = path_facts(retrieval)
-    evidence = rank_evidence(embedder, question, passages, facts=facts, specific_weight=settings.evidence_specific)
+    # which notes' links are followed, and whether a linked note joins, is decided on closeness to the
+    # question alone: a year in the best sentence must not bring in the notes it links to
+    evidence = rank_evidence(embedder, question, passages, facts=facts)
     linked = _linked(passages, evidence, links) if links is not None else []
     if linked:
-        with_linked = rank_evidence(embedder, question, passages + linked, facts=facts,
-                                    specific_weight=settings.evidence_specific)
+        with_linked = rank_evidence(embedder, question, passages + linked, facts=facts)
         if _closer(with_linked, evidence):
             passages, evidence = passages + linked, with_linked
+    evidence = favour_specific(question, evidence, settings.evidence_specific)
     evidence_ms = (time.perf_counter() - since) * 1000
     english = is_english(question)
     check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings,
