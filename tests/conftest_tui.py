@@ -84,7 +84,7 @@ class StreamingScriptedLLM:
 @dataclass(frozen=True)
 class FrozenPresentation(Presentation):
     """What snapshots can repeat: no time of day, dates, seconds, rates, ETAs or sizes; folder names
-    instead of absolute paths; a cursor that does not blink."""
+    instead of absolute paths; a cursor that does not blink; no OCR engine line."""
 
     cursor_blink: bool = False
 
@@ -108,6 +108,9 @@ class FrozenPresentation(Presentation):
 
     def database(self, db_path: str) -> str:
         return ".localrag/index.db"
+
+    def ocr(self, summary: str) -> str | None:
+        return None  # whether this machine has an OCR engine is no part of a snapshot
 
 
 def make_tui_app(notes: Path, embedder, *, llm=None, assistant_factory=None, graph: bool = False,

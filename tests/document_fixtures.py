@@ -127,6 +127,54 @@ def scanned_pdf_bytes() -> bytes:
     return buf.getvalue()
 
 
+# A scanned document: pages of text kept only as pictures, as a scanner or "print to image" writes them
+SCANNED = Known("ferry-scan.pdf", "The Saltmarsh ferry carried 96 passengers across the estuary each morning.",
+                "p. 2", "How many passengers did the Saltmarsh ferry carry each morning?", ())
+
+
+def scanned_text_pdf_bytes(pages: int = 2, dpi: int = 150, rough: bool = False) -> bytes:
+    """A PDF of ``pages`` image-only pages (no text layer) whose page 2 shows ``SCANNED.sentence``.
+
+    The text is typeset by reportlab and drawn to pixels by PDFium, so the pictures hold real glyphs;
+    ``rough`` makes them look like a photocopy: a full page of small type, turned by a degree, specks
+    of noise, a grey paper tone and JPEG compression."""
+    import pypdfium2 as pdfium  # the project's PDF reader: draws the typeset pages
+    from PIL import Image, ImageFilter  # reportlab's own dependency: the "scan"
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    typeset = io.BytesIO()
+    pdf = canvas.Canvas(typeset, pagesize=A4)
+    for number in range(1, pages + 1):
+        size = 9 if rough else 12
+        pdf.setFont("Times-Roman", size)
+        y = 780
+        for line in _wrapped(f"Page {number} of the harbour log. " + FILLER * (40 if rough else 2), 110 if rough else 80):
+            pdf.drawString(60, y, line)
+            y -= size + 3
+        if number == 2:
+            pdf.drawString(60, y - 10, SCANNED.sentence)
+        pdf.showPage()
+    pdf.save()
+    document = pdfium.PdfDocument(typeset.getvalue())
+    images = []
+    for index in range(len(document)):
+        image = document[index].render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
+        if rough:
+            image = image.rotate(0.8, resample=Image.Resampling.BICUBIC, expand=False, fillcolor=255)
+            specks = Image.effect_noise(image.size, 40).point(lambda v: 0 if v < 20 else 255)
+            image = Image.composite(image, specks, specks).filter(ImageFilter.GaussianBlur(0.6))
+            image = image.point(lambda v: 40 + v * 190 // 255)  # grey paper, grey ink
+            buf = io.BytesIO()
+            image.save(buf, "JPEG", quality=55)
+            image = Image.open(io.BytesIO(buf.getvalue()))
+        images.append(image)
+    document.close()
+    out = io.BytesIO()
+    images[0].save(out, "PDF", resolution=dpi, save_all=True, append_images=images[1:])
+    return out.getvalue()
+
+
 # -- Word, PowerPoint --------------------------------------------------------------------------
 
 

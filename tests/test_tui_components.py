@@ -22,6 +22,7 @@ from conftest_tui import FrozenPresentation, StreamingScriptedLLM, ask, wait_ind
 from conftest_tui import indexed_notes, prebuilt_notes, tui_app  # noqa: F401  (fixtures)
 from localrag.api import Assistant, Index, IndexStatus
 from localrag.config import load_settings
+from localrag.ingest.documents.ocr import OcrAvailability
 from localrag.ingest.watcher import ChangeBatch, IndexCycle
 from localrag.records import SkippedFile
 from localrag.tui.app import LocalRagApp
@@ -63,7 +64,8 @@ class Host(App[None]):
 def status_of(folder: Path) -> IndexStatus:
     return IndexStatus(folder=str(folder), db_path=str(folder / ".localrag" / "index.db"), db_bytes=123_456,
                        documents=7, passages=40, embedded=40,
-                       skipped=[SkippedFile("big.pdf", "too large", "12 MB")], embedder="minilm", schema_version=1)
+                       skipped=[SkippedFile("big.pdf", "too large", "12 MB")], embedder="minilm", schema_version=1,
+                       ocr=OcrAvailability("auto", "tesseract", "tesseract: PDF pages without a text layer are read by OCR"))
 
 
 def edited(path: str) -> IndexCycle:
@@ -159,5 +161,6 @@ def test_the_app_routes_but_leaves_the_components_messages_to_them(tui_app) -> N
             await pilot.pause()
             status = text_of(app.query_one(StatusPanel).query_one(".panel-body").content)
             assert "03:04:05 1 modified: saltreach.md" in status and "120.6 KB" in status  # routed to the panel
+            assert "tesseract: PDF pages without a text layer are read by OCR" in status  # the machine's OCR engine
 
     asyncio.run(scenario())

@@ -83,6 +83,7 @@ def sync_summary(report) -> str:
              (len(report.skipped) + report.still_skipped, skipped), (report.deferred, "left for the next run")]
     counts = ", ".join(f"{n} {label}" for n, label in parts if n or label in ("added", "unchanged", skipped))
     removed = f" · {report.removed} removed from the index" if report.removed else ""
+    removed += f" · {report.ocr_pages} page{'s' if report.ocr_pages != 1 else ''} read by OCR" if report.ocr_pages else ""
     return (f"{report.files_seen} files: {counts}{removed} · passages +{report.passages_added} "
             f"−{report.passages_removed} (kept {report.passages_kept}) · embedded {report.embedded}, reused "
             f"{report.vectors_reused} · {report.seconds:.1f}s")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from rich.markup import escape
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "folder": st.folder, "db": st.db_path, "db_bytes": st.db_bytes, "documents": st.documents,
             "documents_by_kind": st.by_kind,
+            "ocr": dataclasses.asdict(st.ocr) if st.ocr else None,
             "passages": st.passages, "embedded": st.embedded, "embedder": st.embedder, "model": model,
             "schema_version": st.schema_version, "graph": st.extra,
             "check": {"ran": check.ran, "result": check.result, "due": check.due, "seconds": round(check.seconds, 3)},
@@ -62,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     for key, value in st.extra.items():
         t.add_row(key.replace("_", " "), str(value))
     t.add_row("model", model)
+    if st.ocr:
+        t.add_row("ocr", escape(st.ocr.summary))
     t.add_row("skipped", str(len(st.skipped)))
     t.add_row("check", escape(check.describe()))
     console.print(t)

@@ -14,6 +14,8 @@ from typing import BinaryIO
 
 from localrag.ingest.documents.formats import EXTRACTORS
 from localrag.ingest.documents.layout import DocumentUnreadable, Layout
+from localrag.ingest.documents.ocr import PageOcr
+from localrag.ingest.documents.pdf import extract_pdf
 from localrag.ingest.frontmatter import parse_front_matter
 from localrag.records import NoteMeta
 
@@ -51,6 +53,7 @@ class LoadedText:
     meta: NoteMeta | None = None  # a Markdown note's front matter (title, aliases, tags, properties)
     warning: str = ""  # a problem the note is indexed despite (bytes that were not UTF-8)
     layout: Layout | None = None  # a document's pages / slides / paragraphs per text line (Markdown text)
+    ocr_pages: int = 0  # a scanned PDF's pages whose text OCR read
 
     def source_line(self, text_line: int) -> int:
         """1-based source line of 1-based text line."""
@@ -158,12 +161,13 @@ def _first_heading(text: str, kind: str, skip_lines: int = 0) -> str:
     return ""
 
 
-def load_file(path: Path, max_bytes: int) -> LoadedText:
-    return load_data(path, read_bytes(path, max_bytes))
+def load_file(path: Path, max_bytes: int, ocr: PageOcr | None = None) -> LoadedText:
+    return load_data(path, read_bytes(path, max_bytes), ocr)
 
 
-def load_data(path: Path, data: bytes) -> LoadedText:
-    """Text of a file's bytes; ``path`` gives the type and the fallback title."""
+def load_data(path: Path, data: bytes, ocr: PageOcr | None = None) -> LoadedText:
+    """Text of a file's bytes; ``path`` gives the type and the fallback title; ``ocr`` reads a PDF's
+    pages that have no text layer (none given: such pages have no text)."""
     suffix = path.suffix.lower()
     kind = TEXT_KINDS.get(suffix)
     if kind is None and suffix not in EXTRACTORS:
@@ -171,7 +175,7 @@ def load_data(path: Path, data: bytes) -> LoadedText:
     if not data.strip():
         raise SkipFile(EMPTY, "the file is empty")
     if kind is None:
-        loaded = _load_document(suffix, data)
+        loaded = _load_document(suffix, data, ocr)
     elif kind == "html":
         decoded = decode_text(data)
         loaded = replace(_load_html(decoded.text), warning=decoded.warning)
@@ -266,10 +270,11 @@ def _load_html(source: str) -> LoadedText:
     return LoadedText(text=text, kind="html", title=title, line_map=tuple(n for _, n in lines))
 
 
-def _load_document(suffix: str, data: bytes) -> LoadedText:
+def _load_document(suffix: str, data: bytes, ocr: PageOcr | None) -> LoadedText:
     kind, extract = EXTRACTORS[suffix]
     try:
-        extracted = extract(data)
+        extracted = extract_pdf(data, ocr) if extract is extract_pdf else extract(data)
     except DocumentUnreadable as exc:
         raise SkipFile(exc.reason, exc.detail) from exc
-    return LoadedText(text=extracted.text, kind=kind, title=extracted.title, layout=extracted.layout)
+    return LoadedText(text=extracted.text, kind=kind, title=extracted.title, layout=extracted.layout,
+                      ocr_pages=extracted.ocr_pages, warning=extracted.warning)

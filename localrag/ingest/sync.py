@@ -24,6 +24,8 @@ import numpy as np
 from localrag.config import IndexSettings
 from localrag.embed import Embedder
 from localrag.ingest.chunker import Chunk, chunk_text
+from localrag.ingest.documents.layout import NO_TEXT_LAYER
+from localrag.ingest.documents.ocr import PageOcr, page_ocr
 from localrag.records import NoteMeta
 from localrag.ingest.ignore import folder_patterns
 from localrag.ingest.loaders import FAILED, UNREADABLE, LoadedText, SkipFile, load_data, read_bytes
@@ -63,6 +65,7 @@ class SyncReport:
     seconds: float = 0.0
     still_skipped: int = 0  # skipped before and unchanged since: not retried (reasons in `localrag status`)
     deferred: int = 0  # left for the next run: the sync was asked to stop
+    ocr_pages: int = 0  # pages of scanned PDFs read by OCR in this sync
 
     @property
     def accounted(self) -> int:
@@ -108,8 +111,11 @@ def sync_folder(
     report.files_seen = len(found) + len(rejected)
     docs = store.docs.all()
     skip_state = store.docs.skip_state()
-    # a permission fix changes no mtime: files skipped as unreadable are tried again on every sync
-    retry = {s.path for s in store.docs.skipped() if s.reason in RETRIED_REASONS}
+    ocr = page_ocr(settings.ocr, settings.ocr_max_pages)
+    # a permission fix changes no mtime: files skipped as unreadable are tried again on every sync;
+    # so are scanned PDFs skipped for want of OCR, once an engine is there to read them
+    retried = RETRIED_REASONS | ({NO_TEXT_LAYER} if ocr is not None else set())
+    retry = {s.path for s in store.docs.skipped() if s.reason in retried}
     seen = {f.rel for f in found} | {r.rel for r in rejected}
 
     for r in rejected:
@@ -147,7 +153,7 @@ def sync_folder(
                 break
             emit(Progress("scan", i, len(todo), f.rel))
             try:
-                plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder)
+                plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder, ocr)
             except Exception as exc:  # one bad file never stops the folder
                 if _stops_sync(exc):
                     raise
@@ -196,9 +202,16 @@ def _recorded_size(f: FoundFile) -> int:
 
 
 def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport,
-               embedder: Embedder | None = None) -> _Plan | None:
+               embedder: Embedder | None = None, ocr: PageOcr | None = None) -> _Plan | None:
     try:
-        data_sha, loaded = _load(f, settings)
+        data = _read(f, settings)
+        data_sha = hashlib.sha256(data).hexdigest()
+        if doc is not None and doc.sha256 == data_sha:  # the same content: not extracted again (OCR takes seconds a page)
+            with store.transaction():
+                store.docs.touch(doc.id, _recorded_size(f), f.mtime_ns)
+            report.touched += 1
+            return None
+        loaded = load_data(Path(f.rel), data, ocr)  # the title falls back to the display name
         f = replace(f, size=_recorded_size(f))
     except SkipFile as skip:
         with store.transaction():
@@ -209,11 +222,7 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
             store.docs.record_skip(f.rel, f.size, f.mtime_ns, skip.reason, skip.detail)
         report.skipped.append(SkippedFile(f.rel, skip.reason, skip.detail))
         return None
-    if doc is not None and doc.sha256 == data_sha:
-        with store.transaction():
-            store.docs.touch(doc.id, f.size, f.mtime_ns)
-        report.touched += 1
-        return None
+    report.ocr_pages += loaded.ocr_pages
     if doc is None and vanished_by_sha.get(data_sha):
         old_path = vanished_by_sha[data_sha].pop(0)
         old = vanished.pop(old_path)
@@ -250,10 +259,9 @@ def _note_meta(loaded: LoadedText) -> NoteMeta | None:
     return replace(meta, warning="; ".join(w for w in (meta.warning, loaded.warning) if w))
 
 
-def _load(f: FoundFile, settings: IndexSettings) -> tuple[str, LoadedText]:
+def _read(f: FoundFile, settings: IndexSettings) -> bytes:
     # f.path is a regular file or a symlink's resolved target: a symlink there now was swapped in
-    data = read_bytes(f.path, settings.max_file_bytes, follow_symlinks=False)
-    return hashlib.sha256(data).hexdigest(), load_data(Path(f.rel), data)  # the title falls back to the display name
+    return read_bytes(f.path, settings.max_file_bytes, follow_symlinks=False)
 
 
 def _stops_sync(exc: Exception) -> bool:

@@ -7,6 +7,7 @@ writes outside the index (read-only mode writes nothing at all).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Callable
 from localrag.api import Assistant, EmptyIndexError, Index
 from localrag.config import Settings
 from localrag.ingest.documents.formats import DOCUMENT_KINDS
+from localrag.ingest.documents.ocr import page_ocr
 from localrag.ingest.loaders import SkipFile, load_file
 from localrag.ingest.places import place_lines, range_locator
 from localrag.retrieve import strategy_names
@@ -163,6 +165,7 @@ class NotesTools:
             "graph": st.extra, "readonly": self.options.readonly, "strategies": ["auto", *strategy_names()],
             "skipped": [{"path": s.path, "reason": s.reason, "detail": s.detail} for s in st.skipped],
             "warnings": [{"path": p, "warning": w} for p, w in st.warnings],
+            "ocr": dataclasses.asdict(st.ocr) if st.ocr else None,
         }
 
     def open(self, path: str, lines: str = "") -> dict:
@@ -183,9 +186,11 @@ class NotesTools:
 
     def _open_document(self, rel: str, title: str, lines: str) -> dict:
         """A PDF, Word file, deck or e-book as its indexed text (the lines its citations count), a page
-        or slide picked by its locator ("p. 12") or a line range."""
+        or slide picked by its locator ("p. 12") or a line range. A scanned PDF is read by OCR again, as
+        the sync read it, so its lines are the ones its citations count (seconds a page)."""
+        index = self.settings.index
         try:
-            loaded = load_file(self.folder / rel, self.settings.index.max_file_bytes)
+            loaded = load_file(self.folder / rel, index.max_file_bytes, page_ocr(index.ocr, index.ocr_max_pages))
         except SkipFile as exc:
             raise ToolRefused(f"{rel} cannot be read now: {exc.detail}") from exc
         all_lines = loaded.text.split("\n")

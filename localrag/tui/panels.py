@@ -116,7 +116,11 @@ class StatusPanel(TablePanel):
         ]
         rows += [(EXTRA_LABELS.get(k, k), f"{v:,}" if isinstance(v, int) else str(v)) for k, v in st.extra.items()]
         rows += [("embedder", st.embedder), ("schema", f"v{st.schema_version}"), ("strategy", strategy),
-                 ("model", model), ("indexing", indexing), ("last change", last_change or "none since start")]
+                 ("model", model)]
+        ocr = shown.ocr(st.ocr.summary) if st.ocr else None
+        if ocr is not None:
+            rows.append(("ocr", ocr))
+        rows += [("indexing", indexing), ("last change", last_change or "none since start")]
         self.set_body(_kv(rows))
 
 

@@ -45,3 +45,7 @@ class Presentation:
 
     def database(self, db_path: str) -> str:
         return db_path
+
+    def ocr(self, summary: str) -> str | None:
+        """Which OCR engine this machine has for scanned PDFs (the same index shows another elsewhere)."""
+        return summary

@@ -22,7 +22,9 @@ _LABELS = {PAGE: "p. {}", SLIDE: "slide {}", CHAPTER: "ch. {}", PARAGRAPH: "¶ {
 PDF_ERROR = "pdf-error"
 DOCUMENT_ERROR = "document-error"  # a Word / PowerPoint / OpenDocument / EPUB / RTF file that cannot be read
 ENCRYPTED = "encrypted"
-NO_TEXT_LAYER = "no-text-layer"
+NO_TEXT_LAYER = "no-text-layer"  # and no OCR engine (or index.ocr = "off"): OCR may read it later
+OCR_NO_TEXT = "no-text-by-ocr"  # no text layer, and OCR found no text either
+OCR_FAILED = "ocr-failed"  # no text layer, and OCR failed on every page it tried
 UNPACKS_TOO_LARGE = "unpacks-too-large"
 
 
@@ -60,3 +62,5 @@ class Extracted:
     text: str  # Markdown: headings, paragraphs, list items, tables
     title: str  # the document's own title ("" when it has none)
     layout: Layout
+    ocr_pages: int = 0  # pages whose text is OCR's (a scanned PDF)
+    warning: str = ""  # what a person should know of a document that is indexed (pages read by OCR, or not read)
