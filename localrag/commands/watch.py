@@ -30,6 +30,8 @@ def cycle_line(cycle) -> str:
     if r is not None:
         parts.append(f"+{r.added} ~{r.updated} >{r.moved} -{r.removed} files, "
                      f"passages +{r.passages_added} -{r.passages_removed}, {r.embedded} embedded, {r.seconds:.2f}s")
+        if r.ocr_pages:
+            parts.append(f"{r.ocr_pages} page{'s' if r.ocr_pages != 1 else ''} read by OCR")
         parts += [f"skipped {s.path} ({s.reason})" for s in r.skipped if cycle.trigger is None or s.path in cycle.trigger.paths]
     g = cycle.graph
     if g is not None:
