@@ -48,7 +48,7 @@ class IndexSettings:
     # (RapidOCR from `pip install 'localrag[ocr]'`, else the tesseract command), "rapidocr" or "tesseract"
     # that one only, "off" never; without OCR such a PDF is skipped ("no text layer (scanned?)")
     ocr: str = "auto"
-    # OCR takes seconds a page (docs/benchmarks.md "Documents: scanned PDFs"): a document's pages past
+    # OCR takes seconds a page (docs/benchmarks.md "Documents", scanned PDFs): a document's pages past
     # this many are not read, and its warning says so (0 = every page)
     ocr_max_pages: int = 50
     # the embedding model, recorded in the index (another one re-embeds: `localrag index --reembed`):

@@ -1,7 +1,7 @@
 """The text of a scanned page by OCR, with an engine this machine has: RapidOCR (the ``ocr`` extra:
 PP-OCRv6 models bundled in its wheel, run by ONNX Runtime; nothing is downloaded) or the
 ``tesseract`` command. ``index.ocr`` chooses: "auto" (RapidOCR, else tesseract), one of them, or "off".
-docs/benchmarks.md "Documents: scanned PDFs" measures it.
+docs/benchmarks.md "Documents" (scanned PDFs) measures them.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from localrag.ingest.documents.layout import (ENCRYPTED, NO_TEXT_LAYER, OCR_FAIL
 from localrag.ingest.documents.ocr import OcrError, PageOcr
 
 _BLANK_LINE = re.compile(r"\n\s*\n")
-# pages are drawn at this resolution for OCR: PP-OCR reads 9-point type at 100 dpi already; 150 costs
-# ~1.5x the time of 100 (docs/benchmarks.md "Documents: scanned PDFs")
+# pages are drawn at this resolution for OCR: the photocopy-like page of 9-point type is read word
+# for word at it (docs/benchmarks.md "Documents", scanned PDFs)
 OCR_DPI = 150
 OCR_MAX_SIDE_PX = 2000  # RapidOCR shrinks a larger image to this anyway
 
