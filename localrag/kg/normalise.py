@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _OUTSIDE = re.compile(r"[^a-z0-9 ]+")
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=65_536)  # the graph phase normalises each name several times (links, spans, titles)
 def normalise_phrase(text: str) -> str:
     # fold accents first so "Leszczyński" keeps its letters ("leszczynski") instead of losing them
     folded = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")

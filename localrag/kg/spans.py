@@ -7,6 +7,7 @@ not offered), and the `ppr` strategy links query words to graph entities with th
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -110,15 +111,22 @@ def find_spans(text: str, title: str = "") -> list[Span]:
 
     Quoted titles win over dates, dates over names, names over bare numbers.
     """
-    taken: list[tuple[int, int]] = []
+    # the spans taken so far, disjoint, sorted by start (so their ends are sorted too): a new span
+    # is free when the last one starting before its end ends by its start (a passage of thousands
+    # of links made the check against every span taken quadratic)
+    starts: list[int] = []
+    ends: list[int] = []
     spans: list[Span] = []
 
     def free(a: int, b: int) -> bool:
-        return all(b <= s or a >= e for s, e in taken)
+        before = bisect.bisect_left(starts, b)
+        return before == 0 or ends[before - 1] <= a
 
     def add(span_text: str, a: int, b: int, kind: str) -> None:
         if span_text.strip() and free(a, b) and normalise_phrase(span_text):
-            taken.append((a, b))
+            at = bisect.bisect_left(starts, a)
+            starts.insert(at, a)
+            ends.insert(at, b)
             spans.append(Span(span_text.strip(), a, b, kind))
 
     for m in _QUOTED.finditer(text):

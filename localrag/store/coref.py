@@ -127,17 +127,32 @@ class Coreference:
         rows: list[tuple[int, int, float]] = []
         offered: dict[int, list[tuple[int, float]]] = {}
         floors: dict[int, float] = {}
-        for eid in new_ids:
-            found = hits[eid].pairs() if eid in hits else []
-            own = self._own_aliases(eid, found)
-            rows += [(eid, a, s) for a, s in own]
-            floors[eid] = self._floor(own)
-            for other, sim in found:
-                if other not in fresh and sim >= self.threshold:
+        for found, same in self._alike(new_ids, hits):
+            offer = [(other, sim) for other, sim in found if other not in fresh and sim >= self.threshold]
+            for eid in same:
+                own = self._own_aliases(eid, found)
+                rows += [(eid, a, s) for a, s in own]
+                floors[eid] = self._floor(own)
+            # newcomers alike in every similarity: an entity keeps at most k - 1 of them, the lowest ids
+            for eid in sorted(same)[: self.k - 1] if offer else ():
+                for other, sim in offer:
                     offered.setdefault(other, []).append((eid, sim))
         self.s.executemany("INSERT INTO coref(entity, alias, sim) VALUES(?,?,?)", rows)
         floors.update(self._offer(offered))
         self.matrix.set_floors(floors)
+
+    @staticmethod
+    def _alike(new_ids: list[int], hits: dict) -> list[tuple[list[tuple[int, float]], list[int]]]:
+        """(neighbours, the new entities that have exactly these): the matrix finds them once for
+        entities that share a vector, so their rows and offers are worked out once too."""
+        groups: dict[int, tuple[list[tuple[int, float]], list[int]]] = {}
+        for eid in new_ids:
+            found = hits.get(eid)
+            key = id(found) if found is not None else -eid
+            if key not in groups:
+                groups[key] = (found.pairs() if found is not None else [], [])
+            groups[key][1].append(eid)
+        return list(groups.values())
 
     def _stored_of(self, entities: list[int]) -> dict[int, list[tuple[int, float]]]:
         """``stored`` for many entities in one query."""

@@ -227,15 +227,25 @@ class EntityMatrix:
         if not ids or self._n == 0:
             return out
         matrix = self._vecs[: self._n]
+        alike = self._by_vector(ids)
         # one BLAS thread: the graph phase embeds names on the other core meanwhile, and two BLAS
         # threads fighting it for a core were 5x slower than one (0.58 s against 2.8 s, 5,000 names)
         with _blas().limit(limits=1, user_api="blas"):
-            for start in range(0, len(ids), BLOCK):
-                block = ids[start:start + BLOCK]
+            for start in range(0, len(alike), BLOCK):
+                block = [same[0] for same in alike[start:start + BLOCK]]
                 sims = np.stack([self.vector(e) for e in block]) @ matrix.T  # float32: a prefilter only
-                for eid, cand in zip(block, self._candidates(sims, bar, k, cap)):
-                    out[eid] = self._rescored(eid, cand, k, threshold)
+                for same, cand in zip(alike[start:start + BLOCK], self._candidates(sims, bar, k, cap)):
+                    found = self._rescored(same[0], cand, k, threshold)
+                    out.update(dict.fromkeys(same, found))
         return out
+
+    def _by_vector(self, ids: list[int]) -> list[list[int]]:
+        """``ids`` grouped by identical vectors, in order of first appearance: such entities have the
+        same neighbours (a family of names that share one vector: kg/name_families.py), found once."""
+        groups: dict[bytes, list[int]] = {}
+        for eid in ids:
+            groups.setdefault(self.vector(eid).tobytes(), []).append(eid)
+        return list(groups.values())
 
     def _candidates(self, sims: np.ndarray, bar: "np.ndarray | float", k: int, cap: int | None) -> list[np.ndarray]:
         """Per row of ``sims``, the positions worth an exact score: the top ``k`` (and ties within the
@@ -248,8 +258,17 @@ class EntityMatrix:
         limit = max(cap, kk) if cap is not None else None
         for i, cand in enumerate(out):
             if limit is not None and len(cand) > limit:
-                out[i] = cand[np.argpartition(-sims[i, cand], limit - 1)[:limit]]
+                out[i] = self._best(cand, sims[i, cand], limit)
         return out
+
+    @staticmethod
+    def _best(cand: np.ndarray, sims: np.ndarray, limit: int) -> np.ndarray:
+        """The ``limit`` best of ``cand`` (positions, ascending), ties at the cut by lowest position,
+        i.e. lowest id: entities that share a vector tie, and the rows must not depend on which of
+        them a partition happened to keep."""
+        cut = np.partition(sims, len(sims) - limit)[len(sims) - limit]
+        above = cand[sims > cut]
+        return np.concatenate([above, cand[sims == cut][: limit - len(above)]])
 
     def _rescored(self, eid: int, cand: np.ndarray, k: int, threshold: float) -> Neighbours:
         mine = self.vector(eid).astype(np.float64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -65,17 +66,30 @@ class Facts:
         """(entity, passage) rows."""
         return [(int(e), int(p)) for e, p in self.s.query("SELECT entity, passage FROM mentions ORDER BY entity, passage")]
 
+    def _ids_of(self, keys: Sequence[tuple[int, str, int]]) -> dict[tuple[int, str, int], int]:
+        """The ids of these (head, relation, tail) facts, in one query a chunk."""
+        out: dict[tuple[int, str, int], int] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 5000):
+            rows = self.s.query(
+                "SELECT f.id, f.head, f.relation, f.tail FROM json_each(?) j JOIN facts f "
+                "ON f.head = json_extract(j.value, '$[0]') AND f.relation = json_extract(j.value, '$[1]') "
+                "AND f.tail = json_extract(j.value, '$[2]')", (json.dumps(unique[start:start + 5000]),))
+            out.update({(int(h), r, int(t)): int(fid) for fid, h, r, t in rows})
+        return out
+
     def replace_in_passage(self, passage_id: int, triples: Sequence[Triple], ids: dict[str, int]) -> PassageFacts:
         """The passage's fact sources and mentions become exactly these (inside the caller's
         transaction); ``ids`` maps every name to mention, triple ends included, to its entity."""
-        wanted_facts: dict[int, str] = {}
+        keys = [(ids[t.head], t.relation, ids[t.tail]) for t in triples]
         facts_added = 0
-        for t in triples:
-            head, tail = ids[t.head], ids[t.tail]
-            cur = self.s.execute("INSERT OR IGNORE INTO facts(head, relation, tail) VALUES(?,?,?)", (head, t.relation, tail))
-            facts_added += max(0, int(cur.rowcount or 0))
-            fid = int(self.s.one("SELECT id FROM facts WHERE head = ? AND relation = ? AND tail = ?", (head, t.relation, tail))[0])
-            wanted_facts.setdefault(fid, t.origin)
+        if keys:
+            cur = self.s.executemany("INSERT OR IGNORE INTO facts(head, relation, tail) VALUES(?,?,?)", keys)
+            facts_added = max(0, int(cur.rowcount or 0))
+        fact_ids = self._ids_of(keys)
+        wanted_facts: dict[int, str] = {}
+        for key, t in zip(keys, triples):
+            wanted_facts.setdefault(fact_ids[key], t.origin)
         # add what is wanted before removing what is not, so nothing wanted is collected in between
         self.s.executemany(
             "INSERT INTO fact_sources(fact, passage, origin) VALUES(?,?,?) "

@@ -23,6 +23,8 @@ ALIAS = "alias"
 def link_key(name: str) -> str:
     """What a wikilink and a note are matched on: the last path part, lowercased, without a note suffix."""
     last = name.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].lower()
+    if not last.endswith(NOTE_SUFFIXES):  # most links name no suffix: one test, not one a suffix
+        return last
     for suffix in NOTE_SUFFIXES:
         if last.endswith(suffix):
             return last[: -len(suffix)]

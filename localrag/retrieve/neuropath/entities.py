@@ -84,14 +84,22 @@ def _cache_put(ctx: Context, kind: str, key: str, model: str, version: str, valu
 
 
 def link_seeds(ctx: Context, entities: Sequence[str]) -> list[tuple[str, int, str, float]]:
-    """(query entity, nearest graph entity id, its name, cosine) for each query entity."""
+    """(query entity, nearest graph entity id, its name, cosine) for each query entity. A query
+    entity that is a graph entity's name is that entity (cosine 1): names that share their
+    family's vector (kg/name_families.py) are told apart by name, not by vector."""
     if not entities:
         return []
-    vecs = ctx.embedder.encode(list(entities))
+    exact = ctx.store.graph.entities.ids([normalise_phrase(t) for t in entities])
+    unmatched = [t for t in entities if normalise_phrase(t) not in exact]
+    nearest = ctx.store.graph.entities.nearest(ctx.embedder.encode(unmatched), 1) if unmatched else []
+    hits = dict(zip(unmatched, nearest))
     out = []
-    for text, hit in zip(entities, ctx.store.graph.entities.nearest(vecs, 1)):
-        if hit:
-            eid, sim = hit[0]
+    for text in entities:
+        name = normalise_phrase(text)
+        if name in exact:
+            out.append((text, exact[name], "", 1.0))
+        elif hits.get(text):
+            eid, sim = hits[text][0]
             out.append((text, eid, "", sim))
     names = ctx.store.graph.entities.names([e for _, e, _, _ in out])
     return [(t, e, names.get(e, "?"), s) for t, e, _, s in out]
