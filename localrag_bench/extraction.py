@@ -32,7 +32,7 @@ from pathlib import Path
 from localrag.commands.common import UserError
 from localrag.config import LLMSettings
 from localrag.kg.extract import ExtractorOptions, extract_passage
-from localrag.kg.normalise import normalise_phrase, occurs_in
+from localrag.text.normalise import normalise_phrase, occurs_in
 from localrag.llm.base import Reply, Usage
 from localrag.llm.discovery import discover
 from localrag.llm.factory import make_llm

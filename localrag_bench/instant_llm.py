@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from localrag.kg.spans import clean_markup, find_spans
+from localrag.text.spans import clean_markup, find_spans
 from localrag.llm.base import Message, Reply, Usage
 
 _LINE = re.compile(r"^(\d+): (.*)$")

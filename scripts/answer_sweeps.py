@@ -33,10 +33,10 @@ from localrag.answer.evidence import (  # noqa: E402
 from localrag.answer import prior  # noqa: E402
 from localrag.answer.abstain import check_evidence  # noqa: E402
 from localrag.answer.shape import CHOICE, YESNO, classify  # noqa: E402
-from localrag.answer.spans import NGRAM_STOP  # noqa: E402
+from localrag.text.stopwords import NGRAM_STOPWORDS  # noqa: E402
 from localrag.api import Assistant  # noqa: E402
 from localrag.config import AnswerSettings  # noqa: E402
-from localrag.kg.spans import find_spans  # noqa: E402
+from localrag.text.spans import find_spans  # noqa: E402
 from localrag.records import Passage  # noqa: E402
 from localrag_bench.data import BenchDataError, Dataset, Question, load_dataset  # noqa: E402
 from localrag_bench.notes_set import load_notes_dataset  # noqa: E402
@@ -92,7 +92,7 @@ def count_candidates(asked: list[Asked]) -> None:
             evidence = order_evidence(a.question.question, with_residual(a.question.question, a.evidence, residual))
             found = prior.candidates(a.question.question, evidence, span_sentences=settings.span_sentences,
                                      ngram_sentences=settings.ngram_sentences, max_ngram=settings.max_ngram,
-                                     ngram_stop=NGRAM_STOP)
+                                     ngram_stop=NGRAM_STOPWORDS)
             texts = [c.text for c in prior.rank(a.question.question, shape, found, evidence)]
             hits = [bool(exact_match(t, a.question.answers)) for t in texts]
             first += bool(hits[:1] and hits[0])

@@ -13,7 +13,8 @@ from localrag.answer import prior
 from localrag.answer.evidence import RESIDUAL_WEIGHT, EvidenceSentence, order_evidence, with_residual
 from localrag.answer.prior import head_noun, question_type
 from localrag.answer.shape import classify
-from localrag.answer.spans import NGRAM_STOP, build_choices
+from localrag.answer.spans import build_choices
+from localrag.text.stopwords import NGRAM_STOPWORDS
 from localrag.api import Assistant, Index
 from localrag.records import Passage
 
@@ -134,7 +135,7 @@ def test_the_next_hop_answer_is_kept_among_the_choices():
     def place(residual_weight: float) -> int:
         evidence = order_evidence(question, with_residual(question, by_cosine, residual_weight))
         found = prior.candidates(question, evidence, span_sentences=10, ngram_sentences=6, max_ngram=4,
-                                 ngram_stop=NGRAM_STOP)
+                                 ngram_stop=NGRAM_STOPWORDS)
         return [c.text for c in prior.rank(question, classify(question), found, evidence)].index("Harbour Lights")
 
     assert place(RESIDUAL_WEIGHT) < 8 <= place(0.0)

@@ -86,7 +86,7 @@ def test_model_discovery_prefers_config_then_models_dir(tmp_path, monkeypatch, b
 
 @pytest.mark.parametrize("pick", ["model", "likelihood"])
 def test_real_model_short_answer_is_a_span_of_the_cited_note(notes_dir, settings_for, embedder, bundled_model, pick):
-    from localrag.kg.spans import clean_markup
+    from localrag.text.spans import clean_markup
 
     settings = settings_for(notes_dir, **{"llm.model": str(bundled_model), "llm.n_threads": 1,
                                           "answer.abstain_below": 0, "answer.abstain_unnamed_below": 0, "answer.mode": "shape", "answer.pick": pick})

@@ -12,7 +12,7 @@ from scripted_llm import ScriptedLLM
 
 from localrag.cli import main as cli_main
 from localrag.kg.builder import BATCH
-from localrag.kg.spans import find_spans
+from localrag.text.spans import find_spans
 from localrag.llm.base import LLMError
 
 pytest_plugins = ["conftest_kg"]

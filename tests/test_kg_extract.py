@@ -8,10 +8,10 @@ from scripted_llm import ScriptedLLM
 
 from localrag.kg.extract import ExtractorOptions, candidate_spans, extract_passage
 from localrag.kg.grounding import ground, raw_triples
-from localrag.kg.normalise import normalise_phrase
+from localrag.text.normalise import normalise_phrase
 from localrag.kg.rules import rules_triples
 from localrag.kg.signals import link_triples
-from localrag.kg.spans import clean_markup, find_spans
+from localrag.text.spans import clean_markup, find_spans
 from localrag.llm.prompts_kg import kg_messages, kg_schema
 
 PASSAGE = (

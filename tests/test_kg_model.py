@@ -7,7 +7,7 @@ from kg_helpers import assert_healthy, write_notes
 
 from localrag.config import LLMSettings
 from localrag.kg.extract import ExtractorOptions, extract_passage
-from localrag.kg.normalise import normalise_phrase, occurs_in
+from localrag.text.normalise import normalise_phrase, occurs_in
 from localrag.llm.llamacpp import LlamaCppLLM
 
 pytest_plugins = ["conftest_kg"]

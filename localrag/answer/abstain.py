@@ -22,10 +22,11 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from localrag.answer.evidence import title_key
-from localrag.words import DEMONYM, STOP, WORD
 from localrag.config import AnswerSettings
-from localrag.kg.spans import find_spans
 from localrag.records import Passage
+from localrag.text.spans import find_spans
+from localrag.text.stopwords import CONTENT_STOPWORDS
+from localrag.text.words import DEMONYM, WORD
 
 NAME_KINDS = ("name", "quoted", "title")
 MIN_HELD_CHARS = 4  # a name held in a longer title counts from this length ("Hayek" in "Friedrich Hayek")
@@ -58,7 +59,7 @@ def _adjective(name: str, after: str) -> bool:
     """ "Canadian actress", "British comedy": a nationality word before the noun it describes."""
     following = WORD.match(after.lstrip())
     return bool(DEMONYM.match(name) and following and following.group(0).islower()
-                and following.group(0) not in STOP)
+                and following.group(0) not in CONTENT_STOPWORDS)
 
 
 @lru_cache(maxsize=4096)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from localrag.answer.evidence import title_key
-from localrag.kg.spans import MONTHS
+from localrag.text.spans import MONTHS
 from localrag.records import Passage
 
 _MONTH_NUMBER = {name.lower()[:3]: i for i, name in enumerate(

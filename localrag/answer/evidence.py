@@ -16,12 +16,13 @@ from typing import Sequence
 import numpy as np
 from markdown_it import MarkdownIt
 
-from localrag.words import content_words, coverage, stem, stems
 from localrag.embed import Embedder
-from localrag.kg.spans import clean_markup, sentences
 from localrag.records import Passage, Retrieval
 from localrag.retrieve.neuropath.events import CompletionStep, RoundStep
 from localrag.retrieve.remind.events import PathsStep
+from localrag.text.sentences import sentences
+from localrag.text.spans import clean_markup
+from localrag.text.words import content_words, coverage, stem, stems
 
 DEFAULT_SHOWN = 3
 # a sentence of a note that the best sentences name ("… directed by Rex Ingram" -> Rex Ingram's note)

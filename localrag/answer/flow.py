@@ -31,7 +31,7 @@ from localrag.embed import Embedder
 from localrag.llm.base import LLM, LLMError, Message, TokenSink
 from localrag.llm.prompts import PromptPassage, answer_messages, copy_answer_messages, short_span_messages
 from localrag.llm.prompts_chat import with_history
-from localrag.kg.spans import clean_markup
+from localrag.text.spans import clean_markup
 from localrag.language import is_english
 from localrag.records import Passage, Retrieval
 

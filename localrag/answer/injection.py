@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from localrag.answer.evidence import EvidenceSentence
-from localrag.kg.spans import clean_markup
 from localrag.records import Passage
-from localrag.words import STOP
+from localrag.text.spans import clean_markup
+from localrag.text.stopwords import CONTENT_STOPWORDS
 
 _ANY = r"[^.\n]{0,40}?"  # a few words on the same line
 _QUALIFIED = r"(?:previous|prior|above|earlier|preceding|all|your|these|those|the system(?:'s)?)"
@@ -80,7 +80,7 @@ def _parts(text: str) -> list[str]:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in (m.lower() for m in _WORD.findall(_MARKER.sub(" ", text))) if w not in STOP and len(w) > 1}
+    return {w for w in (m.lower() for m in _WORD.findall(_MARKER.sub(" ", text))) if w not in CONTENT_STOPWORDS and len(w) > 1}
 
 
 def _payload(instruction: str) -> set[str]:

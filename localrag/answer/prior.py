@@ -18,8 +18,9 @@ from typing import Sequence
 
 from localrag.answer.evidence import EvidenceSentence, title_key
 from localrag.answer.shape import Shape
-from localrag.words import DEMONYM, POSSESSIVE_END, STOP as _STOP, WORD as _WORD, word_forms, words as _words
-from localrag.kg.spans import find_spans
+from localrag.text.spans import find_spans
+from localrag.text.stopwords import CONTENT_STOPWORDS
+from localrag.text.words import DEMONYM, POSSESSIVE_END, WORD as _WORD, word_forms, words as _words
 
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
 _ADVERB = re.compile(r"^[a-z]{3,}ly$")
@@ -94,7 +95,7 @@ _QUANTITY = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s?(?:%|°[CF
 def head_noun(question: str) -> str:
     """The noun a "which / what" question asks for ("Which spice goes …" -> "spice"); "" if none."""
     m = _HEAD.search(question.lower())
-    if not m or m.group(1) in _STOP or m.group(1) in ("is", "was", "are", "were", "did", "does", "do"):
+    if not m or m.group(1) in CONTENT_STOPWORDS or m.group(1) in ("is", "was", "are", "were", "did", "does", "do"):
         return ""
     return m.group(1)
 
@@ -230,7 +231,7 @@ def rank(question: str, shape: Shape, found: Sequence[Candidate], evidence: Sequ
     if not found:
         return []
     qtype = question_type(shape, question)
-    question_words = {w for w in word_forms(question) if w not in _STOP and len(w) > 1}
+    question_words = {w for w in word_forms(question) if w not in CONTENT_STOPWORDS and len(w) > 1}
     plains = [e.plain.lower() for e in evidence[:6]]
     best = evidence[0].score if evidence else 0.0
     nationality = bool(_ASKS_NATIONALITY.search(question))

@@ -1,6 +1,6 @@
 """The choices a short answer is constrained to, and the grammar that admits exactly them.
 
-Choices: the entity / date / number spans the project already finds (localrag.kg.spans) in
+Choices: the entity / date / number spans the project already finds (localrag.text.spans) in
 the best evidence sentences and word n-grams of the best ones, ranked without a model
 (localrag.answer.prior) and cut to the best few; the options a question names ("X or Y");
 yes / no; and "not in your notes". The grammar that admits exactly them is
@@ -17,17 +17,12 @@ from localrag.answer.compare import Decision, NoteLookup, decide_choice, decide_
 from localrag.answer.evidence import EvidenceSentence
 from localrag.answer.shape import CHOICE, YESNO, Shape
 from localrag.records import Passage
+from localrag.text.stopwords import NGRAM_STOPWORDS
 from localrag.llm.grammar import choice_grammar, choice_schema  # noqa: F401 (the constraint, re-exported)
 
 NOT_IN_NOTES = "not in your notes"
 MAX_SPAN_CHARS = 120  # a longer span is a clause, not an answer
 YES, NO = "yes", "no"
-
-NGRAM_STOP = frozenset(
-    "a an the of in on at to for from by with and or but is are was were be been being as that this these those "
-    "it its he she they his her their him them who whom whose which what when where why how there here not no "
-    "also has have had do does did so than then into onto over under about after before during while".split()
-)
 
 
 @dataclass(frozen=True)
@@ -50,7 +45,7 @@ def _clean(span: str) -> str:
 
 def ngrams(text: str, max_n: int) -> list[str]:
     """Word n-grams (1..max_n) as the candidates use them: not starting or ending with a function word."""
-    return [gram for gram, _, _ in prior.ngram_spans(text, max_n, NGRAM_STOP)]
+    return [gram for gram, _, _ in prior.ngram_spans(text, max_n, NGRAM_STOPWORDS)]
 
 
 def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSentence],
@@ -89,7 +84,7 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
             add(option, _first_mentioning(option, evidence))
     else:
         found = prior.candidates(question, evidence, span_sentences=span_sentences, ngram_sentences=ngram_sentences,
-                                 max_ngram=max_ngram, ngram_stop=NGRAM_STOP)
+                                 max_ngram=max_ngram, ngram_stop=NGRAM_STOPWORDS)
         for candidate in prior.rank(question, shape, found, evidence)[:max_choices]:
             add(candidate.text, candidate.sentence)
     if offer_abstain or not texts:

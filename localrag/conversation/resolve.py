@@ -16,8 +16,8 @@ from typing import Sequence
 
 from localrag.conversation.records import Resolution
 from localrag.records import Turn
-from localrag.kg.normalise import normalise_phrase, occurs_in
-from localrag.kg.spans import Span, clean_markup, find_spans
+from localrag.text.normalise import normalise_phrase, occurs_in
+from localrag.text.spans import Span, clean_markup, find_spans
 
 PERSON, THING, PLACE, PLURAL, TIME = "person", "thing", "place", "plural", "time"
 

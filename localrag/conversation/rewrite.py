@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from localrag.conversation.records import Resolution
 from localrag.records import Turn
 from localrag.conversation.resolve import needs_resolution, references, resolve_rules
-from localrag.kg.normalise import normalise_phrase
+from localrag.text.normalise import normalise_phrase
 from localrag.llm.base import LLM, LLMError
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_chat import REWRITE_VERSION, ChatTurn, rewrite_messages, rewrite_schema

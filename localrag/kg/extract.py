@@ -15,9 +15,9 @@ from typing import Any, Protocol
 from localrag.config import ConfigError, IndexSettings
 from localrag.kg.extractors import EXTRACTORS
 from localrag.kg.grounding import Grounded, ground, raw_triples
-from localrag.kg.normalise import normalise_phrase
+from localrag.text.normalise import normalise_phrase
 from localrag.kg.rules import rules_triples
-from localrag.kg.spans import clean_markup, find_spans
+from localrag.text.spans import clean_markup, find_spans
 from localrag.llm.base import LLM
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_kg import kg_messages, kg_schema, prompt_version

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from localrag.kg.normalise import normalise_phrase, occurs_in
+from localrag.text.normalise import normalise_phrase, occurs_in
 from localrag.records import Triple
 
 MAX_PHRASE_WORDS = 12

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 
-from localrag.kg.normalise import normalise_phrase
-from localrag.kg.spans import PRONOUNS, Span, clean_markup, find_spans, sentences
 from localrag.records import Triple
+from localrag.text.normalise import normalise_phrase
+from localrag.text.sentences import sentences
+from localrag.text.spans import Span, clean_markup, find_spans
+from localrag.text.stopwords import PRONOUNS
 
 MAX_RELATION_WORDS = 6
 _LIST_GLUE = frozenset({"", "and", "or", "as well as", "along with", "together with", "the"})

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from localrag.ingest.markdown import is_note_path, note_links
-from localrag.kg.normalise import normalise_phrase
+from localrag.text.normalise import normalise_phrase
 from localrag.kg.vault import LINK_RELATION, fallback_title, title_entity
 from localrag.records import Triple
 from localrag.store.documents import link_target

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from localrag.ingest.markdown import NoteLink, inline_refs, is_note_path
-from localrag.kg.normalise import normalise_phrase
+from localrag.text.normalise import normalise_phrase
 from localrag.records import Passage, Triple
 from localrag.store.documents import link_target
 from localrag.store.vault import ALIAS, FILE_NAME, NamedNote, link_key, note_path_key

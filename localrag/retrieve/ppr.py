@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localrag.kg.entity_graph import EntityGraph, entity_graph
-from localrag.kg.spans import clean_markup, find_spans
+from localrag.text.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from localrag.words import content_words, stem, stems
+from localrag.text.words import content_words, stem, stems
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, scored
 from localrag.retrieve.dense import dense_ranked

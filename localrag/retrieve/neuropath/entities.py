@@ -8,8 +8,8 @@ import logging
 import re
 from typing import Sequence
 
-from localrag.kg.normalise import normalise_phrase, occurs_in
-from localrag.kg.spans import find_spans
+from localrag.text.normalise import normalise_phrase, occurs_in
+from localrag.text.spans import find_spans
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema
 from localrag.records import Trace

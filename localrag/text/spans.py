@@ -11,7 +11,9 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from localrag.kg.normalise import normalise_phrase
+from localrag.text.normalise import normalise_phrase
+from localrag.text.sentences import sentences
+from localrag.text.stopwords import LEADING_STOPWORDS, SINGLE_NAME_STOPWORDS
 
 MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December|"
@@ -33,21 +35,6 @@ _WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]")
 _MDLINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _MARKUP = re.compile(r"(\*\*|__|`|^#{1,6}\s+|^\s*[-*+]\s+|^\s*\d+[.)]\s+|^>\s?)", re.M)
 
-# capitalised words that start sentences without naming anything
-LEADING_STOP = frozenset(
-    "a an in on at he she it they this that these those his her its their after before when while however "
-    "although as with from for by during since also but and or if there here some many most one each both "
-    "other following we you our my your later then thus today yesterday what which who where why how "
-    "according despite because under over between among until unless whether so not no yes".split()
-)
-_SINGLE_STOP = LEADING_STOP | frozenset(
-    "the january february march april may june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday".split()
-)
-PRONOUNS = frozenset("he she it they his her its their him them".split())
-_ABBREV = frozenset("st mr mrs ms dr jr sr mt no vs ca c prof gen col lt sgt rev fr inc ltd co corp u.s e.g i.e etc".split())
-
-
 @dataclass(frozen=True)
 class Span:
     text: str  # as written (markup removed)
@@ -67,32 +54,10 @@ def clean_markup(text: str) -> str:
     return _MARKUP.sub("", text)
 
 
-def sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence; lines are boundaries too (list items, headings)."""
-    out: list[tuple[int, int]] = []
-    pos = 0
-    for line in text.split("\n"):
-        line_start, line_end = pos, pos + len(line)
-        pos = line_end + 1
-        start = line_start
-        for m in re.finditer(r"[.!?]+[\"”)]?\s+(?=[A-Z\"“(\[0-9])", line):
-            before = line[: m.start()].rsplit(None, 1)
-            word = before[-1].lower().strip("(\"“") if before else ""
-            if word in _ABBREV or (len(word) == 1 and word.isalpha()):
-                continue  # "St. Maurice", "G. Stanley Hall"
-            end = line_start + m.start() + 1
-            if line[start - line_start:end - line_start].strip():
-                out.append((start, end))
-            start = line_start + m.end()
-        if text[start:line_end].strip():
-            out.append((start, line_end))
-    return out
-
-
 def _trim_name(text: str, start: int, at_sentence_start: bool) -> tuple[str, int] | None:
     """Drop leading function words ("After Lothair" -> "Lothair") and dangling connectors."""
     words = [(m.group(0), m.start()) for m in re.finditer(r"\S+", text)]
-    while words and words[0][0].lower() in LEADING_STOP:
+    while words and words[0][0].lower() in LEADING_STOPWORDS:
         words.pop(0)
     while words and words[-1][0].lower() in {"the", "of", "and", "&", "for", "on", "in", "upon", "al", "el"}:
         words.pop()
@@ -100,7 +65,7 @@ def _trim_name(text: str, start: int, at_sentence_start: bool) -> tuple[str, int
         return None
     if len(words) == 1:
         word = words[0][0].rstrip(".")
-        if word.lower() in _SINGLE_STOP or len(word) < 2 or (at_sentence_start and word == "The"):
+        if word.lower() in SINGLE_NAME_STOPWORDS or len(word) < 2 or (at_sentence_start and word == "The"):
             return None
     first, last = words[0], words[-1]
     return text[first[1]:last[1] + len(last[0])], start + first[1]

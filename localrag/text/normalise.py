@@ -1,9 +1,9 @@
-"""Phrase normalisation as NeuroPath does it (docs/algorithms.md
-"NeuroPath: indexing" step 3, pitfall N8).
+"""Names and phrases reduced to the keys they are compared by.
 
-Lowercase, every character outside [a-z0-9 ] becomes a space; unlike the released
-code, internal runs of spaces are collapsed, so "St. Maurice" and "st  maurice" are
-one entity.
+``normalise_phrase`` is the graph's: phrase normalisation as NeuroPath does it (docs/algorithms.md
+"NeuroPath: indexing" step 3, pitfall N8). Lowercase, every character outside [a-z0-9 ] becomes a
+space; unlike the released code, internal runs of spaces are collapsed, so "St. Maurice" and
+"st  maurice" are one entity.
 """
 
 from __future__ import annotations

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import re
 
-WORD = re.compile(r"[\w][\w'’\-]*")
-STOP = frozenset(
-    "a an the of in on at to for from by with and or but is are was were be been being as that this these those "
-    "it its he she they his her their him them who whom whose which what when where why how there here not no "
-    "also has have had do does did so than then into onto over under about after before during while film song "
-    "album book band person place name date year country city".split()
-)
+from localrag.text.stopwords import CONTENT_STOPWORDS
+
+WORD = re.compile(r"[\w][\w'’\-]*")  # a word with its apostrophes and hyphens ("O'Brien", "Al-Aziz's")
 # nationality and group adjectives ("American", "South Korean"): the usual first words about a
 # subject, rarely the answer, and never a thing a note is about
 DEMONYM = re.compile(r"^(?:[A-Z][a-z]+[\s\-])?[A-Z][a-z]+(?:an|ian|ese|ish|i|ch|ic|ss)$")
@@ -35,7 +31,7 @@ def word_forms(text: str) -> set[str]:
 
 
 def content_words(text: str) -> set[str]:
-    return {w for w in words(text) if w not in STOP and len(w) > 1}
+    return {w for w in words(text) if w not in CONTENT_STOPWORDS and len(w) > 1}
 
 
 def stem(word: str) -> str:
