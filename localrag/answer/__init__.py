@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from localrag.llm.prompts import PromptPassage
 from localrag.records import LLMCallRecord, Passage, Retrieval
+from localrag.text.stopwords import ATTRIBUTION_STOPWORDS
 
 if TYPE_CHECKING:
     from localrag.answer.events import AskEvent
@@ -163,12 +164,10 @@ def strip_invalid_citations(text: str, limit: int) -> str:
 
 
 _WORD = re.compile(r"[A-Za-z0-9]{3,}")
-_COMMON = frozenset("the and for with that this from was were are has have had not but its into what which who "
-                    "when where how does did their there they them about notes passage passages answer".split())
 
 
 def _content_words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)} - _COMMON
+    return {w.lower() for w in _WORD.findall(text)} - ATTRIBUTION_STOPWORDS
 
 
 def attribute(text: str, passages: list[Passage], min_overlap: float = 0.3) -> list[int]:

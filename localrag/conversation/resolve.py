@@ -18,6 +18,7 @@ from localrag.conversation.records import Resolution
 from localrag.records import Turn
 from localrag.text.normalise import normalise_phrase, occurs_in
 from localrag.text.spans import Span, clean_markup, find_spans
+from localrag.text.stopwords import TOPIC_STOPWORDS
 
 PERSON, THING, PLACE, PLURAL, TIME = "person", "thing", "place", "plural", "time"
 
@@ -96,7 +97,7 @@ def _spans(text: str) -> list[Span]:
         if s.kind not in {"name", "quoted", "date", "title", "number"}:
             continue
         words = s.text.split()
-        while len(words) > 1 and words[0].lower() in _TOPIC_STOP:  # "Are Ilse Varnhagen" -> "Ilse Varnhagen"
+        while len(words) > 1 and words[0].lower() in TOPIC_STOPWORDS:  # "Are Ilse Varnhagen" -> "Ilse Varnhagen"
             words.pop(0)
         trimmed = re.sub(r"['’]s$", "", " ".join(words))  # "Mira Okafor's" -> "Mira Okafor"
         if trimmed == s.text:
@@ -216,10 +217,6 @@ def _plain(answer: str) -> str:
     return "\n".join(lines)
 
 
-_TOPIC_STOP = frozenset(
-    "who whom whose what which when where why how is are was were do does did the a an of in on at to for by "
-    "with from and or that this it its he she they his her their be been has have had can could will would "
-    "should name tell me about there".split())
 
 
 def antecedents(turn: Turn) -> Antecedents:
@@ -229,7 +226,7 @@ def antecedents(turn: Turn) -> Antecedents:
     for s in _spans(query):
         if s.kind != "number" and s.text not in entities:
             entities.append(s.text)
-    topic = " ".join(w for w in re.findall(r"[\w'-]+", query) if w.lower() not in _TOPIC_STOP)
+    topic = " ".join(w for w in re.findall(r"[\w'-]+", query) if w.lower() not in TOPIC_STOPWORDS)
     return Antecedents(span, kind, tuple(entities), topic, bool(_WHO.search(query)), query)
 
 

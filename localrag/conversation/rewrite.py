@@ -20,6 +20,7 @@ from localrag.text.normalise import normalise_phrase
 from localrag.llm.base import LLM, LLMError
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_chat import REWRITE_VERSION, ChatTurn, rewrite_messages, rewrite_schema
+from localrag.text.stopwords import REWRITE_FUNCTION_WORDS
 
 if TYPE_CHECKING:
     from localrag.store.cache import LLMCache
@@ -32,18 +33,13 @@ MAX_ADDED_WORDS = 10  # a rewrite replaces a pronoun by a name or completes a fr
 MIN_KEPT_SHARE = 0.6  # of the question's own content words (pronouns aside)
 MAX_NEW_WORDS = 1  # lower-case content words found neither in the question nor in the turns shown (no new names)
 
-_FUNCTION = frozenset(
-    "a an the of in on at to for by with from and or but as is are was were be been being do does did has have "
-    "had who whom whose what which when where why how that this these those it its he she him his her hers they "
-    "them their there one ones same former latter about also so than then into onto over under after before "
-    "can could will would should may might must not no yes s".split())
 
 
 _SENTENCE_BREAK = re.compile(r"[.?!]\s+\S")
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in normalise_phrase(text).split() if w not in _FUNCTION}
+    return {w for w in normalise_phrase(text).split() if w not in REWRITE_FUNCTION_WORDS}
 
 
 def check_rewrite(question: str, rewrite: str, turns: Sequence[Turn]) -> str | None:

@@ -16,13 +16,12 @@ from localrag.records import Triple
 from localrag.text.normalise import normalise_phrase
 from localrag.text.sentences import sentences
 from localrag.text.spans import Span, clean_markup, find_spans
-from localrag.text.stopwords import PRONOUNS
+from localrag.text.stopwords import PRONOUNS, RELATION_WEAK_WORDS
 
 MAX_RELATION_WORDS = 6
 _LIST_GLUE = frozenset({"", "and", "or", "as well as", "along with", "together with", "the"})
 _LEADING_NOISE = PRONOUNS | frozenset("and or but which who that while whereas also".split())
 _DETERMINERS = frozenset("the this that these those".split())
-_WEAK = frozenset("a an the and or of to in on at by for with as is was are were be been its his her their".split())
 
 
 def _relation(gap: str) -> str:
@@ -36,7 +35,7 @@ def _relation(gap: str) -> str:
 
 
 def _meaningful(relation: str) -> bool:
-    return any(w not in _WEAK for w in relation.split())
+    return any(w not in RELATION_WEAK_WORDS for w in relation.split())
 
 
 def _about_title(sentence: str, inside: list[Span], s_start: int) -> bool:

@@ -7,23 +7,18 @@ import re
 from typing import TYPE_CHECKING, Collection
 
 from localrag.store.cjk import cjk_bigrams, has_cjk
+from localrag.text.stopwords import LEXICAL_STOPWORDS
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Common English words that only add noise to an OR query.
-_STOP = frozenset(
-    "a an and are as at be by did do does for from had has have he her his how i in is it its of on or she "
-    "that the their them they this to was were what when where which who whom whose why will with you your "
-    "than then there these those into about after before".split()
-)
 
 
 def fts_query(text: str) -> str:
     """An FTS5 OR-query of the text's words, each quoted (so no user text is FTS syntax)."""
     words = [w.lower() for w in _WORD.findall(text)]
-    terms = [w for w in words if w not in _STOP] or words
+    terms = [w for w in words if w not in LEXICAL_STOPWORDS] or words
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(terms))
 
 

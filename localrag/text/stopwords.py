@@ -27,3 +27,31 @@ SINGLE_NAME_STOPWORDS = LEADING_STOPWORDS | frozenset(
     "monday tuesday wednesday thursday friday saturday sunday".split()
 )
 PRONOUNS = frozenset("he she it they his her its their him them".split())
+# common English words that only add noise to a full-text OR query (store/lexical.py)
+LEXICAL_STOPWORDS = frozenset(
+    "a an and are as at be by did do does for from had has have he her his how i in is it its of on or she "
+    "that the their them they this to was were what when where which who whom whose why will with you your "
+    "than then there these those into about after before".split()
+)
+# the words of a question that are not its topic, including the asking verbs ("tell me about"; conversation/resolve.py)
+TOPIC_STOPWORDS = frozenset(
+    "who whom whose what which when where why how is are was were do does did the a an of in on at to for by "
+    "with from and or that this it its he she they his her their be been has have had can could will would "
+    "should name tell me about there".split())
+# the words a rewritten question may add or drop freely: function words, pronouns, modals, "former" /
+# "latter" and the "s" a normalised possessive leaves (conversation/rewrite.py)
+REWRITE_FUNCTION_WORDS = frozenset(
+    "a an the of in on at to for by with from and or but as is are was were be been being do does did has have "
+    "had who whom whose what which when where why how that this these those it its he she him his her hers they "
+    "them their there one ones same former latter about also so than then into onto over under after before "
+    "can could will would should may might must not no yes s".split())
+# the words of a question whose capital is grammar, not a name (retrieve/neuropath/entities.py)
+NER_FUNCTION_WORDS = frozenset("a an and at by for from in of on or the to with".split())
+# the words an answer shares with any passage, and the prompt's own words, left out when an answer
+# with no [n] markers is attributed to the passage whose words it covers (answer/__init__.py)
+ATTRIBUTION_STOPWORDS = frozenset(
+    "the and for with that this from was were are has have had not but its into what which who "
+    "when where how does did their there they them about notes passage passages answer".split())
+# a relation made only of these says nothing ("was a", "of the"; kg/rules.py)
+RELATION_WEAK_WORDS = frozenset(
+    "a an the and or of to in on at by for with as is was are were be been its his her their".split())

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from localrag.text.normalise import normalise_phrase, occurs_in
 from localrag.text.spans import find_spans
+from localrag.text.stopwords import NER_FUNCTION_WORDS
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema
 from localrag.records import Trace
@@ -51,7 +52,6 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
 
 
 _WORD = re.compile(r"[^\W_]+")
-_FUNCTION_WORDS = frozenset("a an and at by for from in of on or the to with".split())
 
 
 def is_named(entity: str, question: str) -> bool:
@@ -62,7 +62,7 @@ def is_named(entity: str, question: str) -> bool:
     no capitals anywhere gives no such signal, so every entity counts as named there.
     """
     words = _WORD.findall(question)
-    signal = {w.lower() for i, w in enumerate(words) if i > 0 and w.lower() not in _FUNCTION_WORDS
+    signal = {w.lower() for i, w in enumerate(words) if i > 0 and w.lower() not in NER_FUNCTION_WORDS
               and (w[0].isupper() or any(ch.isdigit() for ch in w))}
     if not any(ch.isupper() for ch in question[1:]) and not any(ch.isdigit() for ch in question):
         return True
