@@ -12,12 +12,13 @@ Environment variables are ``LOCALRAG_<SECTION>_<FIELD>`` (e.g.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, get_args, get_origin, get_type_hints
 
 
 logger = logging.getLogger(__name__)
@@ -28,7 +29,21 @@ class ConfigError(ValueError):
 
 
 BUNDLED_EMBEDDERS = ("minilm", "e5-small")  # index.embedder's names (localrag/embedders.py)
-OCR_CHOICES = ("auto", "rapidocr", "tesseract", "off")  # index.ocr (ingest/documents/ocr.py)
+
+# the settings whose value is one of a fixed set of words: load_settings refuses any other word
+# (_check_choices); a setting that also takes a path or a plugin's name stays a str
+OcrMode = Literal["auto", "rapidocr", "tesseract", "off"]  # index.ocr (ingest/documents/ocr.py)
+NerMode = Literal["llm", "rules", "llm+rules"]  # neuropath.ner (retrieve/neuropath/entities.py)
+MergeMode = Literal["paths-first", "fused"]  # neuropath.merge (retrieve/neuropath/completion.py)
+CompletionMode = Literal["dense", "hybrid", "graph"]  # neuropath.completion
+GraphCompletionMode = Literal["ppr", "none"]  # neuropath.graph_completion
+PenaltyMode = Literal["intended", "off"]  # memory.penalty (memory/edges.py)
+RankMode = Literal["graph", "collected-first"]  # remind.rank (retrieve/remind/strategy.py)
+ZeroJumpMode = Literal["reinforce", "skip"]  # remind.zero_jump
+ResolverMode = Literal["auto", "rules", "llm", "off"]  # conversation.resolver (conversation/session.py)
+AnswerMode = Literal["shape", "free"]  # answer.mode (answer/flow.py)
+PickMode = Literal["auto", "model", "likelihood", "ranking", "copy"]  # answer.pick (api.py resolve_pick)
+WriterMode = Literal["auto", "quote", "model"]  # answer.writer (api.py resolve_writer)
 
 
 @dataclass
@@ -47,7 +62,7 @@ class IndexSettings:
     # PDF pages without a text layer (scans): "auto" reads them by OCR with the engine this machine has
     # (RapidOCR from `pip install 'localrag[ocr]'`, else the tesseract command), "rapidocr" or "tesseract"
     # that one only, "off" never; without OCR such a PDF is skipped ("no text layer (scanned?)")
-    ocr: str = "auto"
+    ocr: OcrMode = "auto"
     # OCR takes seconds a page (docs/benchmarks.md "Documents", scanned PDFs): a document's pages past
     # this many are not read, and its warning says so (0 = every page)
     ocr_max_pages: int = 50
@@ -122,24 +137,24 @@ class NeuroPathSettings:
     max_prompt_paths: int = 60
     answer_passages: int = 5
     # query entities: "llm" (the paper), "rules" (spans, no model), "llm+rules" (grounded LLM, spans if empty)
-    ner: str = "llm+rules"
+    ner: NerMode = "llm+rules"
     # final ranking: "paths-first" (the paper: path documents, then completion) or "fused"
     # (reciprocal-rank fusion of path documents with the completion list, so a weak model's
     # near-miss paths cannot push good passages out of the top ranks; docs/algorithms.md
     # "NeuroPath: completion", docs/benchmarks.md "What we tried")
-    merge: str = "fused"
+    merge: MergeMode = "fused"
     fuse_k: int = 8  # the RRF constant of "fused" (8, as hybrid: one list's top ranks count)
     # completion retriever for query + chain + requirement: "dense" (the paper), "hybrid", or
     # "graph": the no-LLM `graph` fusion of the question is the base list, path documents (path_weight)
     # and hybrid hits for chain + requirement (chain_weight) are fused into it, so the model can only
     # add to what the fusion finds (docs/benchmarks.md "NeuroPath and remind")
-    completion: str = "graph"
+    completion: CompletionMode = "graph"
     # a chain hit is the model's words searched again, not a walked path, the weakest signal fused:
     # the largest weight at or above `graph` in every replayed cell (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
     chain_weight: float = 0.1
     # a third fused list: "ppr" (personalised PageRank from the query's entities and the open
     # ends of the valid paths) or "none" (the paper's two lists)
-    graph_completion: str = "ppr"
+    graph_completion: GraphCompletionMode = "ppr"
     # weight of the path list in the fusion: the model's selection (path_weight), or the
     # embedding order's stand-in when its reply was unusable or too broad (fallback_weight).
     # Below 1 because completion and the graph list agreeing on a passage is stronger evidence
@@ -202,7 +217,7 @@ class MemorySettings:
     read: bool = True
     alpha: float = 0.1
     lam: float = 0.5
-    penalty: str = "intended"  # "intended" | "off"
+    penalty: PenaltyMode = "intended"
     knn_recall: bool = True  # also recall edges whose memory is nearest the query (vec0 KNN), not only from seeds
     knn_k: int = 8
     max_depth: int = 3  # recall DFS depth from a seed
@@ -227,14 +242,14 @@ class RemindSettings:
     trust_recall: bool = True
     # final ranking: "graph" (the no-LLM graph fusion, with the walk's passages fused in at
     # collected_weight) or "collected-first" (the paper: walked passages, then dense backfill)
-    rank: str = "graph"
+    rank: RankMode = "graph"
     collected_weight: float = 0.3
     keep_top: int = 2  # as neuropath.keep_top: the fusion's first passages keep their places
     # with rank "graph": a walk the judge never found sufficient (budget spent, model stopped,
     # caps reached) is exploration the model did not vouch for; its passages are set aside and
     # only those recalled from memory are fused (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
     confirmed_only: bool = True
-    zero_jump: str = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
+    zero_jump: ZeroJumpMode = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 
 @dataclass
@@ -243,7 +258,7 @@ class ConversationSettings:
 
     # "auto" (the rules, for every model measured: docs/benchmarks.md "Conversations"), "rules" (no model), "llm" (a bounded
     # rewrite call, rules as fallback) or "off" (every question is searched as asked)
-    resolver: str = "auto"
+    resolver: ResolverMode = "auto"
     history_tokens: int = 400  # earlier turns in the answer prompt, oldest dropped first
     history_turns: int = 6  # at most this many earlier turns are read from the session
 
@@ -255,7 +270,7 @@ class AnswerSettings:
     # "shape": short questions get a span of the evidence (decided by dates, the no-model ranking or the
     # model under a grammar), open ones free text; "free": always free text. "shape" by default: a small
     # model's short answers are right far more often as spans than as free text (docs/benchmarks.md "Answers")
-    mode: str = "shape"
+    mode: AnswerMode = "shape"
     evidence_shown: int = 3  # best evidence sentences shown with path:line
     # added to an evidence unit's score for the code, numbers and flags it holds that the question does not
     # say (answer/evidence.py with_specific); 0.15 chosen on the notes suite's tuning halves (graph, quote
@@ -278,7 +293,7 @@ class AnswerSettings:
     # there or when the size is unknown (served), copy from copy_min_params. "likelihood" is not
     # auto's: with SmolLM2 it answers more benchmark questions but fewer of the sample notes' (docs/
     # benchmarks.md "Answers: who picks the short answer")
-    pick: str = "auto"
+    pick: PickMode = "auto"
     # 100M: SmolLM2-135M's pick is right as often as the ranking's first over four sets, and more often
     # on the sample notes, the first thing a user asks; it costs ~0.5 s a question (docs/benchmarks.md
     # "Answers: who picks the short answer")
@@ -309,7 +324,7 @@ class AnswerSettings:
     # questions), "auto": quote below write_min_params (or of unknown size), model from there.
     # "model" by default: on the notes suite neither writer wins on every corpus (the quote on the tldr
     # pages, the bundled model's pick on dendron and the Rust book: docs/benchmarks.md "Notes suite")
-    writer: str = "model"
+    writer: WriterMode = "model"
     write_min_params: int = 3_000_000_000  # a guess: the largest model measured is 0.5B
 
 
@@ -414,6 +429,24 @@ def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def choices(cls: type) -> dict[str, tuple[str, ...]]:
+    """The words each Literal-typed field of the settings dataclass ``cls`` allows, by field name."""
+    hints = get_type_hints(cls)
+    return {f.name: get_args(hints[f.name]) for f in dataclasses.fields(cls) if get_origin(hints[f.name]) is Literal}
+
+
+def _check_choices(target: Any, prefix: str) -> None:
+    """Every Literal-typed setting of ``target`` and of its sections holds one of its words."""
+    allowed = choices(type(target))
+    for f in dataclasses.fields(target):
+        value = getattr(target, f.name)
+        if dataclasses.is_dataclass(value):
+            _check_choices(value, f"{prefix}{f.name}.")
+        elif f.name in allowed and value not in allowed[f.name]:
+            raise ConfigError(f"{prefix}{f.name} must be one of {', '.join(allowed[f.name])}; got {value!r}")
+
+
 def _check_index(index: IndexSettings) -> None:
     """The [index] numbers that would otherwise fail deep in the sync (or pass and chunk nonsense)."""
     if index.embed_batch < 1:
@@ -428,8 +461,6 @@ def _check_index(index: IndexSettings) -> None:
     if index.embedder not in BUNDLED_EMBEDDERS and not index.embedder.lower().endswith(".gguf"):
         raise ConfigError(f"index.embedder must be {' or '.join(BUNDLED_EMBEDDERS)} or the path of a .gguf "
                           f"embedding model, got {index.embedder!r}")
-    if index.ocr not in OCR_CHOICES:
-        raise ConfigError(f"index.ocr must be {', '.join(OCR_CHOICES[:-1])} or {OCR_CHOICES[-1]}, got {index.ocr!r}")
     if index.ocr_max_pages < 0:
         raise ConfigError(f"index.ocr_max_pages must be 0 (every page) or more, got {index.ocr_max_pages}")
     if index.embed_threads < 0:
@@ -470,21 +501,9 @@ def load_settings(
         else:
             nested[key] = value
     _apply(settings, nested, "")
-    if settings.memory.penalty not in {"intended", "off"}:
-        raise ConfigError("memory.penalty must be 'intended' or 'off'")
-    if settings.remind.zero_jump not in {"reinforce", "skip"}:
-        raise ConfigError("remind.zero_jump must be 'reinforce' or 'skip'")
-    if settings.conversation.resolver not in {"auto", "rules", "llm", "off"}:
-        raise ConfigError("conversation.resolver must be auto, rules, llm or off")
-    if settings.answer.pick not in {"auto", "model", "likelihood", "ranking", "copy"}:
-        raise ConfigError("answer.pick must be 'auto', 'model', 'likelihood', 'ranking' or 'copy', "
-                          f"got {settings.answer.pick!r}")
+    _check_choices(settings, "")
     if settings.answer.copy_max_words < 1:
         raise ConfigError(f"answer.copy_max_words must be at least 1, got {settings.answer.copy_max_words}")
-    if settings.answer.writer not in {"auto", "quote", "model"}:
-        raise ConfigError(f"answer.writer must be 'auto', 'quote' or 'model', got {settings.answer.writer!r}")
-    if settings.answer.mode not in {"shape", "free"}:
-        raise ConfigError(f"answer.mode must be 'shape' or 'free', got {settings.answer.mode!r}")
     _check_index(settings.index)
     if settings.llm.concurrency < 1:
         raise ConfigError(f"llm.concurrency (--concurrency) must be at least 1, got {settings.llm.concurrency}")

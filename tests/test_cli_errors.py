@@ -191,6 +191,23 @@ def test_index_numbers_that_cannot_work_are_refused(small_notes, tmp_path, capsy
     assert not (fresh / ".localrag").exists(), "the settings are checked before anything is indexed"
 
 
+@pytest.mark.parametrize("where", ["config", "env"])
+def test_a_mode_setting_typo_is_one_line_with_exit_1(small_notes, tmp_path, capsys, monkeypatch, where):
+    fresh = tmp_path / "fresh"
+    shutil.copytree(small_notes, fresh, ignore=shutil.ignore_patterns(".localrag"))
+    argv = ["index", str(fresh), "--quiet"]
+    if where == "config":
+        config = tmp_path / "bad.toml"
+        config.write_text('[neuropath]\nmerge = "fusd"\n')
+        argv += ["--config", str(config)]
+    else:
+        monkeypatch.setenv("LOCALRAG_NEUROPATH_MERGE", "fusd")
+    code, _, err = _run(capsys, *argv)
+    assert code == 1
+    assert _one_error_line(err) == "error: neuropath.merge must be one of paths-first, fused; got 'fusd'"
+    assert not (fresh / ".localrag").exists(), "the settings are checked before anything is indexed"
+
+
 def _immutable(path: Path, on: bool) -> bool:
     import subprocess
 

@@ -221,7 +221,7 @@ def test_boxes_side_by_side_are_one_line_and_a_gap_starts_a_block():
 
 
 @pytest.mark.parametrize(("setting", "value", "says"), [
-    ("index.ocr", "easyocr", "index.ocr must be auto, rapidocr, tesseract or off, got 'easyocr'"),
+    ("index.ocr", "easyocr", "index.ocr must be one of auto, rapidocr, tesseract, off; got 'easyocr'"),
     ("index.ocr_max_pages", -1, "index.ocr_max_pages must be 0 (every page) or more, got -1"),
 ])
 def test_an_ocr_setting_out_of_range_is_refused(tmp_path, setting, value, says):
