@@ -20,12 +20,12 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from localrag.text.sentences import SENTENCE_END
 from localrag_bench.data import BenchDataError, CorpusPassage, Dataset, Question, pick_ids
 
 FILES = ("shortdep_qa.jsonl", "longdep_qa.jsonl")
 PASSAGE_WORDS = 150
 STRADDLE_SHARE = 0.3  # a second passage is gold when it holds this share of the evidence's words too
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+")
 
 
@@ -38,7 +38,7 @@ def split_passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
     out: list[str] = []
     current: list[str] = []
     count = 0
-    for sentence in _SENTENCE.split(" ".join(text.split())):
+    for sentence in SENTENCE_END.split(" ".join(text.split())):
         n = len(sentence.split())
         if current and count + n > words:
             out.append(" ".join(current))

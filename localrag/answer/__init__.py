@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from localrag.llm.prompts import PromptPassage
 from localrag.records import LLMCallRecord, Passage, Retrieval
+from localrag.text.sentences import SENTENCE_GAP
 from localrag.text.stopwords import ATTRIBUTION_STOPWORDS
 
 if TYPE_CHECKING:
@@ -210,13 +211,12 @@ def short_answer(text: str) -> str:
 EMPTY_ANSWER = "The model gave no answer; the passages below are the closest matches in your notes."
 # a stretch of 4+ characters, starting with a letter, repeated 3+ times in a row: a model stuck in a loop
 _LOOP = re.compile(r"(\b[^\W\d_][^\n]{3,199}?)(?:\s*\1){2,}")
-_SENTENCE_GAP = re.compile(r"((?<=[.!?])\s+)")
 
 
 def collapse_repetition(text: str) -> str:
     """Keep one copy of any run of repeats, and drop sentences the reply already said."""
     text = _LOOP.sub(lambda m: m.group(1), text)
-    parts = _SENTENCE_GAP.split(text)  # sentences at even indexes, the gaps after them at odd ones
+    parts = SENTENCE_GAP.split(text)  # sentences at even indexes, the gaps after them at odd ones
     seen: set[str] = set()
     kept: list[str] = []
     for i in range(0, len(parts), 2):

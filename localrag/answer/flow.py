@@ -34,12 +34,12 @@ from localrag.llm.prompts_chat import with_history
 from localrag.text.spans import clean_markup
 from localrag.language import is_english
 from localrag.records import Passage, Retrieval
+from localrag.text.sentences import ANSWER_SENTENCE_END
 
 NoteLinks = Callable[[str, str], list[Passage]]  # a sentence and its note's path -> the passages of the notes it links to
 
 SHORT_MAX_TOKENS = 48
 _CITE = re.compile(r"\[(\d{1,3})\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[])")
 
 
 @dataclass
@@ -82,7 +82,7 @@ class _FirstToken:
 def unsupported_sentences(text: str, limit: int) -> list[str]:
     """Sentences of an open answer that carry no valid [n] citation."""
     out = []
-    for sentence in _SENTENCE.split(text.strip()):
+    for sentence in ANSWER_SENTENCE_END.split(text.strip()):
         valid = [int(n) for n in _CITE.findall(sentence) if 1 <= int(n) <= limit]
         if sentence.strip() and not valid:
             out.append(sentence.strip())

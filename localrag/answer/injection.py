@@ -22,6 +22,7 @@ from typing import Sequence
 
 from localrag.answer.evidence import EvidenceSentence
 from localrag.records import Passage
+from localrag.text.sentences import LINE_PARTS
 from localrag.text.spans import clean_markup
 from localrag.text.stopwords import CONTENT_STOPWORDS
 
@@ -51,7 +52,6 @@ _CUES = [
 ]
 CUE = re.compile("|".join(f"(?:{c})" for c in _CUES), re.I | re.M)
 
-_LINE_PARTS = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _MARKER = re.compile(r"\[\d{1,3}\]")
 _WORD = re.compile(r"\w+")
 # what an instruction asks to be said: a word in capitals ("reply PWNED"), in quotes ("say “yes”"), a file to cite
@@ -76,7 +76,7 @@ def is_instruction(text: str) -> bool:
 
 
 def _parts(text: str) -> list[str]:
-    return [p.strip() for p in _LINE_PARTS.split(text) if p.strip()]
+    return [p.strip() for p in LINE_PARTS.split(text) if p.strip()]
 
 
 def _words(text: str) -> set[str]:

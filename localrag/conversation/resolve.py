@@ -17,6 +17,7 @@ from typing import Sequence
 from localrag.conversation.records import Resolution
 from localrag.records import Turn
 from localrag.text.normalise import normalise_phrase, occurs_in
+from localrag.text.sentences import EARLIER_SENTENCE
 from localrag.text.spans import Span, clean_markup, find_spans
 from localrag.text.stopwords import TOPIC_STOPWORDS
 
@@ -52,7 +53,6 @@ _WHO = re.compile(r"^\s*(?:who|whom|whose)\b|\bwho(?:m)?\s*\??\s*$|\bwhich\s+(?:
                   r"president|father|mother|wife|husband|spouse|son|daughter|child|brother|sister|star|player|"
                   r"manager|owner|ceo|head|chair|designer|architect|painter|actor|actress|screenwriter)\s+of\b", re.I)
 _QUOTED_TEXT = re.compile(r"\"[^\"]*\"|“[^”]*”")
-_EARLIER_SENTENCE = re.compile(r"\w[.!?]\s+[A-Z]")  # "There is a country where … . Who … this country …?"
 _CONNECTOR = re.compile(r"\s(?:and|but|or|who|which|that|where|when|while)\s|[,;:]")
 _CITE = re.compile(r"\[\d{1,3}\]")
 _NO_ANSWER = re.compile(r"\b(?:notes do not say|do not contain|no answer|not mentioned|cannot find|don't know)\b",
@@ -136,7 +136,7 @@ def references(question: str) -> list[Reference]:
     names = [s for s in _spans(question) if s.kind in {"name", "quoted", "title"}]
     quoted = [(m.start(), m.end()) for m in _QUOTED_TEXT.finditer(question)]
     found = [r for r in found if not _inside_antecedent(question, r, names)
-             and not any(a <= r.start < b for a, b in quoted) and not _EARLIER_SENTENCE.search(question[:r.start])]
+             and not any(a <= r.start < b for a, b in quoted) and not EARLIER_SENTENCE.search(question[:r.start])]
     return sorted(found, key=lambda r: r.start)
 
 

@@ -20,6 +20,7 @@ from localrag.text.normalise import normalise_phrase
 from localrag.llm.base import LLM, LLMError
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_chat import REWRITE_VERSION, ChatTurn, rewrite_messages, rewrite_schema
+from localrag.text.sentences import SENTENCE_BREAK
 from localrag.text.stopwords import REWRITE_FUNCTION_WORDS
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ MAX_NEW_WORDS = 1  # lower-case content words found neither in the question nor 
 
 
 
-_SENTENCE_BREAK = re.compile(r"[.?!]\s+\S")
 
 
 def _words(text: str) -> set[str]:
@@ -50,7 +50,7 @@ def check_rewrite(question: str, rewrite: str, turns: Sequence[Turn]) -> str | N
         return "the question came back unchanged, its reference unresolved"
     if len(rewrite.split()) > len(question.split()) + MAX_ADDED_WORDS:
         return "much longer than the question (an answer or a repeat, not a rewrite)"
-    if _SENTENCE_BREAK.search(rewrite.strip()):
+    if SENTENCE_BREAK.search(rewrite.strip()):
         return "more than one sentence (an answer or a repeat, not a rewrite)"
     own = _words(question)
     kept = own & _words(rewrite)

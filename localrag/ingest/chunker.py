@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from localrag.ingest.atoms import cut_every, split_outside
 from localrag.ingest.markdown import parse_markdown
+from localrag.text.sentences import SENTENCE_END
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ORG_HEADING = re.compile(r"^(\*{1,6})\s+(.*)$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _SPACE = re.compile(" ")
 
 
@@ -157,7 +157,7 @@ def _split_long(block: _Block, max_tokens: int) -> list[_Block]:
 
 def _split_line(line: str, max_tokens: int) -> list[str]:
     """Sentences, then words, then characters; never inside a link, an embed or a code span (ingest/atoms.py)."""
-    sentences = split_outside(line, _SENTENCE_END)
+    sentences = split_outside(line, SENTENCE_END)
     out: list[str] = []
     cur = ""
     for s in sentences:

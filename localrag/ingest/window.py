@@ -17,8 +17,8 @@ from typing import Callable, Sequence
 
 from localrag.ingest.atoms import split_outside
 from localrag.ingest.chunker import Chunk, count_tokens
+from localrag.text.sentences import CLAUSE_END
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 _SPACE = re.compile(" ")
 CountFn = Callable[[Sequence[str]], list[int]]  # wordpieces per text, no special tokens
 
@@ -54,7 +54,7 @@ def _split_text(text: str, count: CountFn, limit: int) -> list[str]:
     """A line over the limit: sentences, packed; a sentence over it: words, packed (never cut inside
     a link, an embed or a code span: ingest/atoms.py)."""
     pieces: list[str] = []
-    for sentence in split_outside(text, _SENTENCE_END):
+    for sentence in split_outside(text, CLAUSE_END):
         if count([sentence])[0] <= limit:
             pieces.append(sentence)
             continue

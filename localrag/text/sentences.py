@@ -1,4 +1,5 @@
-"""Where sentences end: ``sentences`` splits prose for spans, rules and evidence."""
+"""Where sentences end. ``sentences`` splits prose for spans, rules and evidence; the patterns split
+or test text for one use each, and differ on purpose: what may follow the stop, and which marks count."""
 
 from __future__ import annotations
 
@@ -6,6 +7,20 @@ import re
 
 # a full stop after these does not end a sentence ("St. Maurice", "e.g. this")
 ABBREVIATIONS = frozenset("st mr mrs ms dr jr sr mt no vs ca c prof gen col lt sgt rev fr inc ltd co corp u.s e.g i.e etc".split())
+# the gap after a sentence's end mark: chunks and bench passages are cut at it (ingest/chunker.py, localrag_bench/loogle.py)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# the same gap captured, so a split keeps the gaps at odd indexes (answer.collapse_repetition)
+SENTENCE_GAP = re.compile(r"((?<=[.!?])\s+)")
+# ; and : too: a line longer than the embedder's window is cut at clauses before words (ingest/window.py)
+CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+")
+# only before what opens a sentence, so "e.g. the" stays whole (answer/flow.py: the sentences of an answer)
+ANSWER_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[])")
+# the Chinese and Japanese stops too, and line breaks: the parts of a note an instruction may sit in (answer/injection.py)
+LINE_PARTS = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# an end mark with more text after it: a rewrite of one question that says more than one sentence (conversation/rewrite.py)
+SENTENCE_BREAK = re.compile(r"[.?!]\s+\S")
+# a word, an end mark and a capital: the question told something before it asked (conversation/resolve.py)
+EARLIER_SENTENCE = re.compile(r"\w[.!?]\s+[A-Z]")  # "There is a country where … . Who … this country …?"
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
