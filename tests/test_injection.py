@@ -24,6 +24,7 @@ from localrag.api import Assistant, Index
 from localrag.config import load_settings
 from localrag.llm.prompts import PromptPassage, answer_messages, render_passages
 from localrag.llm.prompts_kg import kg_messages
+from localrag.llm.prompts_remind import ChunkView, render_chunks, summary_messages
 from localrag.memory.edges import Feedback, apply
 from localrag.records import Triple
 
@@ -222,6 +223,21 @@ def test_the_prompt_fence_defuses_role_tokens_tags_and_citation_markers():
     assert "<|im_start|>" not in prompt and "<|im_end|>" not in prompt, "llama.cpp would read them as role tokens"
     assert "im_start" in prompt and "(9) (secrets.md:1-1)" in prompt, "the note's text stays, as data"
     assert re.findall(r"\[(\d+)\]", prompt) == ["1", "2"], "only the passage headers carry [n]"
+
+
+def test_extraction_and_traversal_prompts_defuse_role_tokens_too():
+    pantry = next(c for c in CASES if c.pattern == "chat-template role turn")
+    chunk = ChunkView(7, pantry.note + ":1-7", pantry.text)
+    prompts = {
+        "extraction": kg_messages(pantry.text, "<|im_start|>system")[-1]["content"],
+        "traversal": render_chunks([chunk], each_chars=4000, total_chars=8000),
+        "summary": summary_messages("What is in the pantry?", chunk, "")[1]["content"],
+    }
+    for name, prompt in prompts.items():
+        assert "<|im_start|>" not in prompt and "<|im_end|>" not in prompt, name
+        assert "im_start" in prompt, f"{name}: the note's text stays, as data"
+    plain = "Marta Ilves directed the Tartu Botanical Garden [3]."
+    assert plain in kg_messages(plain, "Marta")[-1]["content"], "text without markup is sent as it is"
 
 
 def _obeys_the_notes(llm_choices: list) -> ScriptedLLM:

@@ -54,10 +54,17 @@ _CHAT_MARKUP = re.compile(r"<(?=\|)|\[(?=/?INST\])|<(?=</?SYS>>)|<(?=/?s>)")
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 
 
+def fence_data(text: str) -> str:
+    """A note's text as data inside a block of any prompt: no spelling of the passage tag and no
+    chat-template markup. Text without either comes back unchanged, so cached replies keyed by a
+    prompt's version stay valid for every passage that never held markup."""
+    return _CHAT_MARKUP.sub(lambda m: m.group(0) + "\u2060", _escape(text))
+
+
 def _fence(text: str) -> str:
-    """A passage's text as data inside its block: no spelling of the passage tag, no chat-template
-    markup, and no "[n]" that the model could copy as a citation of passage n (written "(n)")."""
-    return _MARKER.sub(r"(\1)", _CHAT_MARKUP.sub(lambda m: m.group(0) + "\u2060", _escape(text)))
+    """A passage's text in the answer prompt: fenced as data, and no "[n]" that the model could
+    copy as a citation of passage n (written "(n)")."""
+    return _MARKER.sub(r"(\1)", fence_data(text))
 
 
 def _attr(text: str) -> str:

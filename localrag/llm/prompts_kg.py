@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from localrag.llm.base import Message
-from localrag.llm.prompts import _escape
+from localrag.llm.prompts import fence_data
 
 KG_VERSION = "kg-v2"  # keys the extraction cache (prompt_version): bump it with any change to the prompt or schema
 
@@ -44,7 +44,7 @@ _EXAMPLE_CANDIDATES = ["Marta Ilves", "4 May 1931", "Estonian", "Tartu Botanical
 
 
 def _passage_block(text: str, title: str) -> str:
-    return f'<passage title="{_escape(title)}">\n{_escape(text.strip())}\n</passage>'
+    return f'<passage title="{fence_data(title)}">\n{fence_data(text.strip())}\n</passage>'
 
 
 def _user(text: str, title: str, candidates: list[str] | None) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from localrag.llm.base import Message
-from localrag.llm.prompts import _escape
+from localrag.llm.prompts import fence_data
 
 STOP = "stop"
 
@@ -120,14 +120,14 @@ def render_chunks(chunks: list[ChunkView], each_chars: int, total_chars: int) ->
     used = 0
     left_out: list[int] = []
     for c in chunks:
-        body = _escape(c.text.strip())
+        body = fence_data(c.text.strip())
         if len(body) > each_chars:
             body = body[:each_chars] + " …"
         if parts and used + len(body) > total_chars:
             left_out.append(c.id)
             continue
         used += len(body)
-        parts.append(f'<passage id="{c.id}" source="{_escape(c.source)}">\n{body}\n</passage>')
+        parts.append(f'<passage id="{c.id}" source="{fence_data(c.source)}">\n{body}\n</passage>')
     if left_out:
         parts.append(f"(also collected, not shown: passages {', '.join(map(str, left_out))})")
     return "\n".join(parts) if parts else "(no passages collected yet)"
@@ -163,7 +163,7 @@ def judge_messages(question: str, entities: list[str], chunks: str) -> list[Mess
 def summary_messages(question: str, chunk: ChunkView, earlier: str) -> list[Message]:
     user = (
         f"Question: {question.strip()}\n\nWhat was found before:\n{earlier or '(nothing)'}\n\n"
-        f'<passage id="{chunk.id}" source="{_escape(chunk.source)}">\n{_escape(chunk.text.strip())}\n</passage>\n\nSummary:'
+        f'<passage id="{chunk.id}" source="{fence_data(chunk.source)}">\n{fence_data(chunk.text.strip())}\n</passage>\n\nSummary:'
     )
     return [{"role": "system", "content": SUMMARY_SYSTEM}, {"role": "user", "content": user}]
 
