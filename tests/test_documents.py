@@ -188,6 +188,18 @@ def test_mcp_open_gives_a_documents_page_by_its_locator_and_by_its_lines(documen
         tools.close()
 
 
+def test_a_pdfs_indexed_text_is_its_extracted_text_line_for_line(documents_index):
+    from localrag.ingest.loaders import load_file
+    from localrag.ingest.places import IndexedText
+
+    idx, _ = documents_index
+    extracted = load_file(idx.folder / "lighthouse.pdf", idx.settings.index.max_file_bytes, None).text.split("\n")
+    indexed = IndexedText.of(idx.store.docs.passages_of("lighthouse.pdf"))
+    assert len(indexed.lines) == len(extracted) or extracted[len(indexed.lines):] == [""] * (len(extracted) - len(indexed.lines))
+    assert [line for line in indexed.lines if line.strip()] == [line for line in extracted if line.strip()]
+    assert indexed.place("page 2") is not None and indexed.place("p. 99") is None and indexed.place("3-4") is None
+
+
 def test_the_tui_shows_a_documents_passage_under_its_locator(documents_index):
     from localrag.answer import Citation  # the TUI's citation record
     from localrag.tui.chat import citation_label  # Textual widgets, for this test only

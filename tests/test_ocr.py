@@ -64,15 +64,18 @@ def _tesseract_on_path(monkeypatch, tmp_path: Path, script: str) -> Path:
 
 
 @rapidocr_installed
-def test_a_scanned_pdf_is_read_by_ocr_found_by_search_and_cited_by_its_page(tmp_path, settings_for, embedder, scan):
+def test_a_scanned_pdf_is_read_by_ocr_found_by_search_and_cited_by_its_page(tmp_path, settings_for, embedder, scan,
+                                                                             monkeypatch):
     from localrag.commands.index import sync_summary  # the report line `localrag index` prints
     from localrag.commands.watch import cycle_line  # the line `localrag watch` prints
     from localrag.ingest.watcher import IndexCycle
 
     idx = Index(settings_for(_folder(tmp_path, scan)), embedder)
     try:
-        report = idx.sync()
+        events = []
+        report = idx.sync(progress=events.append)
         assert report.skipped == [] and report.added == 2 and report.ocr_pages == 2
+        assert [(e.done, e.total, e.path) for e in events if e.phase == "ocr"] == [(1, 2, SCANNED.name), (2, 2, SCANNED.name)]
         assert "2 pages read by OCR" in sync_summary(report)
         assert cycle_line(IndexCycle(None, sync=report)).endswith("; 2 pages read by OCR")
         top = Assistant(idx, llm=object()).retrieve(SCANNED.question, strategy="hybrid", k=3).passages[:3]
@@ -82,8 +85,12 @@ def test_a_scanned_pdf_is_read_by_ocr_found_by_search_and_cited_by_its_page(tmp_
         st = idx.status()
         assert st.ocr.engine.startswith("rapidocr") and "read by OCR" in st.ocr.summary
         assert (SCANNED.name, f"2 of 2 pages read by OCR ({st.ocr.engine}): words may be misread") in st.warnings
-        opened = _mcp_open(idx, embedder, SCANNED.name, SCANNED.locator)  # read by OCR again, to the same lines
+        monkeypatch.setattr(ocr, "_has_rapidocr", lambda: False)  # open must not read the pages again
+        monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+        opened = _mcp_open(idx, embedder, SCANNED.name, SCANNED.locator)
         assert opened["location"] == f"{SCANNED.name} p. 2" and opened["text"].strip() == found[0].text.strip()
+        whole = _mcp_open(idx, embedder, SCANNED.name, "")
+        assert whole["location"] == f"{SCANNED.name} p. 1–2" and SCANNED.sentence in " ".join(whole["text"].split())
         os.utime(idx.folder / SCANNED.name, ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
         again = idx.sync()  # the same content with a new time: not read again
         assert again.touched >= 1 and again.updated == 0 and again.ocr_pages == 0

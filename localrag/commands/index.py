@@ -49,10 +49,17 @@ def run(args: argparse.Namespace) -> int:
         with progress_bar(args.quiet) as bar:
             scan = bar.add_task("files", total=None, rate="")
             embed = bar.add_task("embedded", total=None, rate="", visible=False)
+            ocr = bar.add_task("OCR pages", total=None, rate="", visible=False)
+            ocr_pages: list[int] = []  # the pages of the scanned document being read
 
             def on_sync(ev) -> None:
                 if ev.phase == "scan":
                     bar.update(scan, completed=ev.done, total=ev.total or None)
+                    if ocr_pages:  # the scanned document before was read to its end
+                        bar.update(ocr, completed=ocr_pages.pop())
+                elif ev.phase == "ocr":  # seconds a page: the page being read, of its document
+                    ocr_pages[:] = [ev.total]
+                    bar.update(ocr, visible=True, completed=ev.done - 1, total=ev.total, rate=escape(ev.path))
                 elif ev.phase == "embed":
                     bar.update(embed, visible=True, completed=ev.done, total=ev.total,
                                rate=_rate(bar, embed, "passages"))

@@ -9,10 +9,11 @@ start under (``§ Results``), or by their paragraph or chapter number when no he
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from localrag.ingest.chunker import Chunk, chunk_text
 from localrag.ingest.documents.layout import Layout
+from localrag.records import Passage
 
 HEADING_SEPARATOR = " > "
 _ATX_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
@@ -94,3 +95,45 @@ def range_locator(layout: Layout, start: int, end: int) -> str:
     """``p. 12`` or ``p. 12–13``: the units text lines ``start``..``end`` come from."""
     first, last = layout.unit_at(start), layout.unit_at(end)
     return layout.label(first) if first == last else f"{layout.label(first)}–{last}"
+
+
+@dataclass(frozen=True)
+class IndexedText:
+    """A document's text as its passages hold it, line for line: what its citations count, without
+    reading the file again (a scanned PDF's pages would need OCR again, seconds each)."""
+
+    lines: list[str]
+    passages: list[Passage]
+
+    @classmethod
+    def of(cls, passages: list[Passage]) -> "IndexedText":
+        lines = [""] * max((p.end_line for p in passages), default=0)
+        for p in passages:
+            for offset, line in enumerate(p.text.split("\n")[: p.end_line - p.start_line + 1]):
+                lines[p.start_line - 1 + offset] = line
+        return cls(lines, sorted(passages, key=lambda p: p.start_line))
+
+    def place(self, place: str) -> tuple[int, int] | None:
+        """The lines of the page or slide ``place`` names ("p. 12", "page 12"), None for any other text."""
+        m = _PLACE.match(place)
+        if m is None:
+            return None
+        number = m.group(1)
+        found = [p for p in self.passages if _unit_number(p.locator) == number]
+        return (found[0].start_line, max(p.end_line for p in found)) if found else None
+
+    def locator(self, start: int, end: int) -> str:
+        """``p. 12`` or ``p. 12–13``: the units of the passages lines ``start``..``end`` fall in."""
+        inside = [p for p in self.passages if p.end_line >= start and p.start_line <= end and p.locator]
+        if not inside:
+            return f"{start}-{end}"
+        first, last = inside[0].locator, inside[-1].locator
+        return first if first == last else f"{first}–{_unit_number(last)}"
+
+
+_UNIT_NUMBER = re.compile(r"(\d+)\s*$")
+
+
+def _unit_number(locator: str) -> str:
+    m = _UNIT_NUMBER.search(locator)
+    return m.group(1) if m else ""

@@ -41,7 +41,7 @@ from localrag.store.documents import NewPassage
 
 @dataclass
 class Progress:
-    phase: str  # "scan" | "embed" | "remove" | "done"
+    phase: str  # "scan" | "ocr" (a scanned page of ``path``: done = its number, total = the pages) | "embed" | "remove" | "done"
     done: int
     total: int
     path: str = ""
@@ -153,7 +153,8 @@ def sync_folder(
                 break
             emit(Progress("scan", i, len(todo), f.rel))
             try:
-                plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder, ocr)
+                plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder,
+                                  _ocr_progress(ocr, emit, f.rel))
             except Exception as exc:  # one bad file never stops the folder
                 if _stops_sync(exc):
                     raise
@@ -188,6 +189,12 @@ def sync_folder(
     report.seconds = time.perf_counter() - started
     emit(Progress("done", 1, 1))
     return report
+
+
+def _ocr_progress(ocr: PageOcr | None, emit: ProgressFn, rel: str) -> PageOcr | None:
+    if ocr is None:
+        return None
+    return replace(ocr, on_page=lambda page, pages: emit(Progress("ocr", page, pages, rel)))
 
 
 # A file modified this close to the moment it was read may change again within one timestamp

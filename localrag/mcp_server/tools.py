@@ -19,7 +19,7 @@ from localrag.config import Settings
 from localrag.ingest.documents.formats import DOCUMENT_KINDS
 from localrag.ingest.documents.ocr import page_ocr
 from localrag.ingest.loaders import SkipFile, load_file
-from localrag.ingest.places import place_lines, range_locator
+from localrag.ingest.places import IndexedText, place_lines, range_locator
 from localrag.retrieve import strategy_names
 from localrag.retrieve.filters import FilterError, parse_where
 from localrag.store.vault import PassageFilter
@@ -174,7 +174,7 @@ class NotesTools:
         if doc is None:
             raise ToolRefused(f"{rel} is not an indexed note of this folder (see the status tool)")
         if doc.kind in DOCUMENT_KINDS:
-            return self._open_document(rel, doc.title, lines)
+            return self._open_document(rel, doc.title, doc.kind, lines)
         try:
             text = (self.folder / rel).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
@@ -184,10 +184,12 @@ class NotesTools:
         return {"path": rel, "start_line": start, "end_line": end, "location": f"{rel}:{start}-{end}",
                 "title": doc.title, "total_lines": len(all_lines), "text": "\n".join(all_lines[start - 1:end])}
 
-    def _open_document(self, rel: str, title: str, lines: str) -> dict:
+    def _open_document(self, rel: str, title: str, kind: str, lines: str) -> dict:
         """A PDF, Word file, deck or e-book as its indexed text (the lines its citations count), a page
-        or slide picked by its locator ("p. 12") or a line range. A scanned PDF is read by OCR again, as
-        the sync read it, so its lines are the ones its citations count (seconds a page)."""
+        or slide picked by its locator ("p. 12") or a line range. A PDF's text comes from its stored
+        passages: a scanned one would otherwise be read by OCR again on every call, seconds a page."""
+        if kind == "pdf":
+            return self._open_pdf(rel, title, lines)
         index = self.settings.index
         try:
             loaded = load_file(self.folder / rel, index.max_file_bytes, page_ocr(index.ocr, index.ocr_max_pages))
@@ -198,8 +200,15 @@ class NotesTools:
         start, end = picked or self._range(lines, len(all_lines))
         end = min(end, start + MAX_OPEN_LINES - 1)
         place = range_locator(loaded.layout, start, end) if loaded.layout is not None else f"{start}-{end}"
-        return {"path": rel, "start_line": start, "end_line": end, "locator": place, "location": f"{rel} {place}",
-                "title": title, "total_lines": len(all_lines), "text": "\n".join(all_lines[start - 1:end])}
+        return _document_reply(rel, title, all_lines, start, end, place)
+
+    def _open_pdf(self, rel: str, title: str, lines: str) -> dict:
+        text = IndexedText.of(self.index.store.docs.passages_of(rel))
+        if not text.lines:
+            raise ToolRefused(f"{rel} has no indexed text")
+        start, end = text.place(lines) or self._range(lines, len(text.lines))
+        end = min(end, start + MAX_OPEN_LINES - 1)
+        return _document_reply(rel, title, text.lines, start, end, text.locator(start, end))
 
     def _inside(self, path: str) -> str:
         """The folder-relative POSIX path, refusing anything that would leave the folder."""
@@ -235,6 +244,11 @@ class NotesTools:
         if start > total:
             raise ToolRefused(f"the note has {total} lines; line {start} does not exist")
         return start, min(end, total, start + MAX_OPEN_LINES - 1)
+
+
+def _document_reply(rel: str, title: str, lines: list[str], start: int, end: int, place: str) -> dict:
+    return {"path": rel, "start_line": start, "end_line": end, "locator": place, "location": f"{rel} {place}",
+            "title": title, "total_lines": len(lines), "text": "\n".join(lines[start - 1:end])}
 
 
 def passage_json(rank: int, p, score: float, source: str) -> dict:

@@ -44,6 +44,8 @@ class ProgressFeed:
             cur = self.passages
             if p.phase == "scan":
                 self.passages = replace(cur, active=True, note=f"files {p.done}/{p.total}" if p.total else "")
+            elif p.phase == "ocr":
+                self.passages = replace(cur, active=True, note=f"OCR {p.path} p. {p.done}/{p.total}")
             elif p.phase == "embed":
                 self.passages = replace(cur, done=p.done, total=max(p.total, p.done), active=True)
             elif p.phase == "remove":

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -40,6 +40,7 @@ class PageOcr:
 
     engine: OcrEngine
     max_pages: int  # pages of one document read by OCR; the rest are left out and said so (0: every page)
+    on_page: Callable[[int, int], None] | None = None  # (page, pages), before a page is read: seconds each
 
 
 @dataclass(frozen=True)

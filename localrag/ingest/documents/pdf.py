@@ -44,7 +44,7 @@ def _pages(pdf, scans: "_ScanReading") -> Extracted:
         try:
             text = page.get_textpage().get_text_range()
             if not text.strip():
-                text = scans.read(page, number)
+                text = scans.read(page, number, len(pdf))
         finally:
             page.close()
         # PDFium marks a word hyphenated at a line end with U+FFFE: the word is joined again
@@ -70,7 +70,7 @@ class _ScanReading:
         self.failed: list[str] = []  # "p. 3 (why)"
         self.left_out: list[int] = []
 
-    def read(self, page, number: int) -> str:
+    def read(self, page, number: int, pages: int) -> str:
         import pypdfium2.raw as pdfium_c  # loaded with pypdfium2 by extract_pdf
 
         if self.ocr is None or pdfium_c.FPDFPage_CountObjects(page.raw) == 0:  # no engine, or a blank page
@@ -79,6 +79,8 @@ class _ScanReading:
             self.left_out.append(number)
             return ""
         self.tried += 1
+        if self.ocr.on_page is not None:
+            self.ocr.on_page(number, pages)
         try:
             text = self.ocr.engine.read(_pixels(page))
         except OcrError as exc:
