@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -61,6 +62,25 @@ def _tesseract_on_path(monkeypatch, tmp_path: Path, script: str) -> Path:
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
     return exe
+
+
+tesseract_installed = pytest.mark.skipif(shutil.which("tesseract") is None,
+                                         reason="needs tesseract on PATH (Debian: tesseract-ocr; .ci/run installs it)")
+
+
+@tesseract_installed
+def test_real_tesseract_reads_a_scanned_pdf_found_by_search_and_cited_by_its_page(tmp_path, settings_for, embedder, scan):
+    idx = Index(settings_for(_folder(tmp_path, scan), **{"index.ocr": "tesseract"}), embedder)
+    try:
+        report = idx.sync()
+        assert report.skipped == [] and report.ocr_pages == 2
+        top = Assistant(idx, llm=object()).retrieve(SCANNED.question, strategy="hybrid", k=3).passages[:3]
+        found = [sp.passage for sp in top if sp.passage.path == SCANNED.name]
+        assert found and found[0].location == f"{SCANNED.name} {SCANNED.locator}"
+        assert SCANNED.sentence in " ".join(found[0].text.split())
+        assert (SCANNED.name, "2 of 2 pages read by OCR (tesseract): words may be misread") in idx.status().warnings
+    finally:
+        idx.close()
 
 
 @rapidocr_installed
