@@ -19,6 +19,7 @@ from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution,
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.embedders import embedder_for, is_default
+from localrag.errors import LocalragError
 from localrag.language import is_english
 from localrag.reembed import finish as reembed_finish
 from localrag.reembed import start as reembed_start
@@ -53,7 +54,7 @@ logger = logging.getLogger(__name__)
 AUTO_GRAPH_QUEUE_SHARE = 0.1
 
 
-class EmptyIndexError(RuntimeError):
+class EmptyIndexError(LocalragError, RuntimeError):
     """A question was asked of an index with no passages."""
 
 

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, get_args, get_origin, get_type_hints
 
+from localrag.errors import LocalragError
+
 
 logger = logging.getLogger(__name__)
 
 
-class ConfigError(ValueError):
+class ConfigError(LocalragError, ValueError):
     """A setting has a value that cannot be used."""
 
 

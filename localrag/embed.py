@@ -17,9 +17,10 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from localrag.embed_numpy import NumpyMiniLM
+from localrag.errors import LocalragError
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(LocalragError, RuntimeError):
     """The embedding model cannot be loaded."""
 
 

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import IO, Mapping
 
+from localrag.errors import LocalragError
+
 ENV = "LOCALRAG_LOG"
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 LOG_FILE = "localrag.log"  # in the folder's .localrag/ directory, next to the index
@@ -23,8 +25,10 @@ _root = logging.getLogger("localrag")  # its NullHandler is added in localrag/__
 _handler: logging.Handler | None = None  # the one configure() installed last
 
 
-class LogSettingError(ValueError):
+class LogSettingError(LocalragError, ValueError):
     """LOCALRAG_LOG names no level."""
+
+    internal = True
 
 
 def wanted_level(verbose: bool, env: Mapping[str, str] | None = None) -> int | None:

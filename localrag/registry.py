@@ -16,15 +16,21 @@ import importlib
 from importlib import metadata
 from typing import Generic, TypeVar
 
+from localrag.errors import LocalragError
+
 T = TypeVar("T")
 
 
-class UnknownPlugin(ValueError):
+class UnknownPlugin(LocalragError, ValueError):
     """A name no built-in or installed plugin has; the message lists the choices on one line."""
 
+    internal = True
 
-class PluginError(RuntimeError):
+
+class PluginError(LocalragError, RuntimeError):
     """An installed plugin's entry point names something that cannot be imported."""
+
+    internal = True
 
 
 class Registry(Generic[T]):

@@ -12,23 +12,23 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from localrag.config import ConfigError, Settings, load_settings
+from localrag.config import Settings, load_settings
+from localrag.errors import FAILURE_EXIT, USAGE_EXIT, LocalragError
 from localrag.logs import LogSettingError, configure, tui_log_file, wanted_level
 
 console = Console(highlight=False)
 # messages on stderr are never wrapped: one error is one line, whatever the terminal width
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
-USAGE_EXIT = 2  # the command line itself is wrong (argparse uses 2 too)
-FAILURE_EXIT = 1  # the command was right but could not be carried out
 
-
-class UserError(Exception):
+class UserError(LocalragError):
     """An error with a message meant for the user (no traceback); exit 1."""
 
 
 class UsageError(UserError):
     """A mistake in the command line (a missing folder, an unknown strategy, an empty question); exit 2."""
+
+    exit_code = USAGE_EXIT
 
 
 def check_folder(folder: str | os.PathLike[str]) -> Path:
@@ -137,18 +137,11 @@ def print_error(message: str) -> None:
 
 def describe_error(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for an exception that reached the command line."""
-    # loaded when an error is described: the error types' modules (the pipeline) stay out of `localrag --help`
-    from localrag.api import EmptyIndexError
-    from localrag.embed import EmbedderError
-    from localrag.llm.base import LLMError
-    from localrag.store import StoreError
+    # loaded when an error is described: the store (SQLite, its extensions) stays out of `localrag --help`
     from localrag.store.connection import database_error_message
-    from localrag.store.lock import LockBusy
 
-    if isinstance(exc, UsageError):
-        return USAGE_EXIT, str(exc)
-    if isinstance(exc, (UserError, ConfigError, StoreError, LLMError, EmbedderError, EmptyIndexError, LockBusy)):
-        return FAILURE_EXIT, str(exc)
+    if isinstance(exc, LocalragError) and not exc.internal:
+        return exc.exit_code, str(exc)
     message = database_error_message(exc)
     if message is not None:
         return FAILURE_EXIT, message

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Callable
 
 from localrag.config import ConversationSettings, Settings
 from localrag.conversation.records import Resolution
+from localrag.errors import LocalragError
 from localrag.records import Session, Turn, TurnCitation
 from localrag.conversation.resolve import resolve_rules
 from localrag.llm.base import LLM, LLMError, Message
@@ -17,8 +18,10 @@ if TYPE_CHECKING:
     from localrag.store.db import Store
 
 
-class SessionNotFound(LookupError):
+class SessionNotFound(LocalragError, LookupError):
     """--continue with no earlier conversation, or a session id that does not exist."""
+
+    internal = True
 
 
 def resolve_resolver(settings: Settings) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from localrag.errors import LocalragError
 from localrag.ingest.documents.formats import EXTRACTORS
 from localrag.ingest.documents.layout import DocumentUnreadable, Layout
 from localrag.ingest.documents.ocr import PageOcr
@@ -36,7 +37,9 @@ NOT_REGULAR = "not-a-regular-file"
 FAILED = "error"  # an unexpected failure while indexing the file (the rest of the folder goes on)
 
 
-class SkipFile(Exception):
+class SkipFile(LocalragError):
+    internal = True
+
     def __init__(self, reason: str, detail: str):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason

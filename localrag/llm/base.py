@@ -6,10 +6,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypedDict, TypeVar
 
+from localrag.errors import LocalragError
 from localrag.records import LLMCallRecord
 
 
-class LLMError(RuntimeError):
+class LLMError(LocalragError, RuntimeError):
     """The model cannot be loaded or reached; the message says what to do."""
 
 

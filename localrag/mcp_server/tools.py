@@ -16,6 +16,7 @@ from typing import Callable
 
 from localrag.api import Assistant, EmptyIndexError, Index
 from localrag.config import Settings
+from localrag.errors import LocalragError
 from localrag.ingest.documents.formats import DOCUMENT_KINDS
 from localrag.ingest.documents.ocr import page_ocr
 from localrag.ingest.loaders import SkipFile, load_file
@@ -30,8 +31,10 @@ MAX_OPEN_LINES = 400
 _LINES = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?$")
 
 
-class ToolRefused(ValueError):
+class ToolRefused(LocalragError, ValueError):
     """A call the server will not carry out, with the reason."""
+
+    internal = True
 
 
 @dataclass

@@ -14,13 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localrag.errors import LocalragError
 from localrag.memory.edges import enhance, unit
 
 VERDICTS = ("right", "wrong")
 
 
-class FeedbackError(ValueError):
+class FeedbackError(LocalragError, ValueError):
     """No such query, or nothing to give feedback on."""
+
+    internal = True
 
 
 @dataclass(frozen=True)

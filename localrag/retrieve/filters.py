@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from localrag.errors import LocalragError
 from localrag.ingest.frontmatter import clean_tag
 from localrag.store.vault import PassageFilter
 
@@ -19,8 +20,10 @@ KEYS = ("tag", "path", "-path")
 _INLINE = re.compile(r"(?:^|\s)/(-?(?:tag|path)):(\S+)")
 
 
-class FilterError(ValueError):
+class FilterError(LocalragError, ValueError):
     """A filter that cannot be read (unknown key or empty value)."""
+
+    internal = True
 
 
 def parse_where(terms: Iterable[str]) -> PassageFilter | None:

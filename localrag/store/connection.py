@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from localrag.errors import LocalragError
 from localrag.store.cjk import cjk_terms
 
 logger = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ APP_ID = 0x4C524147  # "LRAG", PRAGMA application_id: tells our files from forei
 BUSY_TIMEOUT_MS = 30_000
 
 
-class StoreError(RuntimeError):
+class StoreError(LocalragError, RuntimeError):
     """The index database cannot be opened or used."""
 
 

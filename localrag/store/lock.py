@@ -14,12 +14,13 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from localrag.errors import LocalragError
 from localrag.store.connection import StoreError, not_writable_message
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
-class LockBusy(RuntimeError):
+class LockBusy(LocalragError, RuntimeError):
     """Another process is indexing this folder."""
 
 

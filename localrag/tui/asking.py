@@ -22,6 +22,7 @@ from textual.widgets import Markdown, OptionList
 from localrag.answer import Citation
 from localrag.api import EmptyIndexError, Index
 from localrag.config import Settings
+from localrag.errors import LocalragError
 from localrag.llm.base import LLMError
 from localrag.memory.feedback import mark
 from localrag.retrieve.filters import FilterError, parse_where, split_inline_filters
@@ -35,8 +36,10 @@ from localrag.tui.thread import ConversationControl, SearchedFor
 PLACEHOLDER = "Ask about your notes… (Enter sends, ↑ history, F1 help)"
 
 
-class Closing(Exception):
+class Closing(LocalragError):
     """Raised in the answer thread's token callback to stop generation when the app exits."""
+
+    internal = True
 
 
 class CitationChosen(Message):

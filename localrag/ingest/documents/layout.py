@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from localrag.errors import LocalragError
+
 PAGE = "page"
 SLIDE = "slide"
 CHAPTER = "chapter"
@@ -28,8 +30,10 @@ OCR_FAILED = "ocr-failed"  # no text layer, and OCR failed on every page it trie
 UNPACKS_TOO_LARGE = "unpacks-too-large"
 
 
-class DocumentUnreadable(Exception):
+class DocumentUnreadable(LocalragError):
     """A document that cannot be indexed, with a reason key and a sentence for the person."""
+
+    internal = True
 
     def __init__(self, reason: str, detail: str):
         super().__init__(f"{reason}: {detail}")

@@ -18,12 +18,16 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from localrag.errors import LocalragError
+
 INSTALL_HINT = "pip install 'localrag[ocr]'"
 TESSERACT_TIMEOUT_S = 120.0  # one page; a hung engine fails that page, not the folder
 
 
-class OcrError(Exception):
+class OcrError(LocalragError):
     """A page the engine could not read (the document's other pages go on)."""
+
+    internal = True
 
 
 class OcrEngine(Protocol):

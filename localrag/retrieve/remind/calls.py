@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from localrag.errors import LocalragError
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_remind import (STOP, ChunkView, OptionView, judge_messages, judge_schema, label_messages,
                                          label_schema, next_messages, next_schema, summary_messages)
@@ -22,8 +23,10 @@ NEXT_MAX_TOKENS = 160
 LABEL_MAX_TOKENS = 512
 
 
-class BudgetSpent(RuntimeError):
+class BudgetSpent(LocalragError, RuntimeError):
     """The query has made remind.max_llm_calls calls."""
+
+    internal = True
 
 
 class Budget:
