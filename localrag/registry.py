@@ -24,13 +24,9 @@ T = TypeVar("T")
 class UnknownPlugin(LocalragError, ValueError):
     """A name no built-in or installed plugin has; the message lists the choices on one line."""
 
-    internal = True
-
 
 class PluginError(LocalragError, RuntimeError):
     """An installed plugin's entry point names something that cannot be imported."""
-
-    internal = True
 
 
 class Registry(Generic[T]):

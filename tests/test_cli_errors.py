@@ -239,3 +239,11 @@ def test_an_index_folder_that_cannot_be_written_gets_the_documented_message(smal
             assert code == 1 and "cannot write the index database" in line and "not damaged" in line, (argv, line)
     finally:
         _immutable(state, False)
+
+
+def test_a_strategy_typo_in_the_settings_is_one_line_naming_the_choices(small_notes, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LOCALRAG_STRATEGY", "hybird")
+    code, _, err = _run(capsys, "ask", "Who leads the Lanternfish project?", "-f", str(small_notes), "--no-answer")
+    line = _one_error_line(err)
+    assert code == 1 and line.startswith("error: unknown strategy 'hybird'") and "hybrid" in line
+    assert "unexpected" not in line and "--debug" not in line

@@ -75,10 +75,11 @@ def test_the_errors_of_the_pipeline_are_their_message_with_exit_1():
     from localrag.embed import EmbedderError
     from localrag.llm.base import LLMError
     from localrag.llm.discovery import UnknownModel
+    from localrag.registry import PluginError, UnknownPlugin
     from localrag.store import StoreError
     from localrag.store.lock import LockBusy
 
-    for cls in (EmptyIndexError, EmbedderError, LLMError, UnknownModel, StoreError, LockBusy):
+    for cls in (EmptyIndexError, EmbedderError, LLMError, UnknownModel, StoreError, LockBusy, UnknownPlugin, PluginError):
         assert describe_error(cls("what to do")) == (1, "what to do"), cls
 
 
