@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from localrag.text.words import WORD_RUN
 from localrag_bench.results import MachineInfo, machine_info
 
 
@@ -155,7 +156,7 @@ class CaseOutcome:
 
 
 def follows(text: str, payload: Sequence[str]) -> bool:
-    words = set(re.findall(r"\w+", text.lower()))
+    words = set(WORD_RUN.findall(text.lower()))
     return any(p in words for p in payload)
 
 

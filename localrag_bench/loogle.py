@@ -16,17 +16,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
 from localrag.text.sentences import SENTENCE_END
+from localrag.text.words import WORD_RUN
 from localrag_bench.data import BenchDataError, CorpusPassage, Dataset, Question, pick_ids
 
 FILES = ("shortdep_qa.jsonl", "longdep_qa.jsonl")
 PASSAGE_WORDS = 150
 STRADDLE_SHARE = 0.3  # a second passage is gold when it holds this share of the evidence's words too
-_WORD = re.compile(r"\w+")
 
 
 def is_loogle(folder: Path) -> bool:
@@ -51,7 +50,7 @@ def split_passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
 
 
 def _tokens(text: str) -> Counter:
-    return Counter(w.lower() for w in _WORD.findall(text))
+    return Counter(w.lower() for w in WORD_RUN.findall(text))
 
 
 def gold_passages(evidence: list[str], passages: list[tuple[int, Counter]]) -> list[int]:

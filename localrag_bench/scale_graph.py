@@ -23,7 +23,6 @@ import datetime as _dt
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from localrag.kg.entity_graph import entity_graph
 from localrag.retrieve.base import strategy_names
 from localrag.records import Trace
 from localrag.retrieve.ppr import GraphStep
+from localrag.text.words import WORDISH
 from localrag_bench.graph_corpus import GraphNote, generate_graph_corpus, write_graph_corpus
 from localrag_bench.instant_llm import InstantLLM
 from localrag_bench.results import MachineInfo, machine_info
@@ -108,7 +108,6 @@ class GraphScaleResult:
         return out
 
 
-_WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the chunker's word-tokens
 
 
 def rules_index(work: Path, db: Path, embedder: Any = None, folder: Path | None = None, **overrides: Any) -> Index:
@@ -121,7 +120,7 @@ def rules_index(work: Path, db: Path, embedder: Any = None, folder: Path | None 
 def _token_totals(store: Any, embedder: Any) -> tuple[int, int]:
     ids = store.docs.all_passage_ids()
     passages = store.docs.passages(ids)
-    words = sum(len(_WORD.findall(p.text)) for p in passages)
+    words = sum(len(WORDISH.findall(p.text)) for p in passages)
     counter = getattr(embedder, "window_counter", None)
     pieces = sum(counter()[0]([extraction_text(p) for p in passages])) if callable(counter) else 0
     return words, pieces

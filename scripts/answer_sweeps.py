@@ -29,13 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from localrag.answer.evidence import (  # noqa: E402
-    RESIDUAL_WEIGHT, EvidenceSentence, order_evidence, path_facts, rank_evidence, title_key, with_residual)
+    RESIDUAL_WEIGHT, EvidenceSentence, order_evidence, path_facts, rank_evidence, with_residual)
 from localrag.answer import prior  # noqa: E402
 from localrag.answer.abstain import check_evidence  # noqa: E402
 from localrag.answer.shape import CHOICE, YESNO, classify  # noqa: E402
 from localrag.text.stopwords import NGRAM_STOPWORDS  # noqa: E402
 from localrag.api import Assistant  # noqa: E402
 from localrag.config import AnswerSettings  # noqa: E402
+from localrag.text.normalise import title_key  # noqa: E402
 from localrag.text.spans import find_spans  # noqa: E402
 from localrag.records import Passage  # noqa: E402
 from localrag_bench.data import BenchDataError, Dataset, Question, load_dataset  # noqa: E402

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from localrag.llm.prompts import PromptPassage
 from localrag.records import LLMCallRecord, Passage, Retrieval
 from localrag.text.sentences import SENTENCE_GAP
-from localrag.text.stopwords import ATTRIBUTION_STOPWORDS
+from localrag.text.words import attribution_words
 
 if TYPE_CHECKING:
     from localrag.answer.events import AskEvent
@@ -164,11 +164,6 @@ def strip_invalid_citations(text: str, limit: int) -> str:
     return _CITE.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= limit else "", text)
 
 
-_WORD = re.compile(r"[A-Za-z0-9]{3,}")
-
-
-def _content_words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)} - ATTRIBUTION_STOPWORDS
 
 
 def attribute(text: str, passages: list[Passage], min_overlap: float = 0.3) -> list[int]:
@@ -177,12 +172,12 @@ def attribute(text: str, passages: list[Passage], min_overlap: float = 0.3) -> l
     Small models often answer correctly but cite nothing; a user still needs to see where
     the answer came from, so the best-covering passage is cited and marked as inferred.
     """
-    words = _content_words(text)
+    words = attribution_words(text)
     if not words:
         return []
     scores = []
     for i, p in enumerate(passages, start=1):
-        overlap = len(words & _content_words(f"{p.title} {p.text}")) / len(words)
+        overlap = len(words & attribution_words(f"{p.title} {p.text}")) / len(words)
         scores.append((overlap, -i, i))
     scores.sort(reverse=True)
     best = scores[0] if scores else None

@@ -16,14 +16,13 @@ passages dropped (``scripts/answer_sweeps.py abstain``, docs/benchmarks.md "Answ
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Sequence
 
-from localrag.answer.evidence import title_key
 from localrag.config import AnswerSettings
 from localrag.records import Passage
+from localrag.text.normalise import POSSESSIVE_S, name_key
 from localrag.text.spans import find_spans
 from localrag.text.stopwords import CONTENT_STOPWORDS
 from localrag.text.words import DEMONYM, WORD
@@ -33,23 +32,15 @@ MIN_HELD_CHARS = 4  # a name held in a longer title counts from this length ("Ha
 MIN_SHARE_ABOUT = 0.5  # below this share of the question's names with a note among those found, rule 2 applies
 _LEADING_STOP = re.compile(r"^(?:(?:is|are|was|were|does|do|did|can|the|a|an|what|which|who|how|when|where|why)\s+)+",
                            re.I)
-_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
 QUALIFIER = re.compile(r"\([^)]*\)")  # "(2005 film)"
 HIERARCHY = re.compile(r"^[^\s.]+(?:\.[^\s.][^.]*)+$")  # Dendron-style "a.b.c" note names
-
-
-def name_key(text: str) -> str:
-    """A name as compared with note titles: ``title_key`` without accents and possessives
-    ("Aschenbrödel" = "Aschenbrodel", "Gisvi's city" names "Gisvi")."""
-    folded = unicodedata.normalize("NFKD", title_key(_POSSESSIVE.sub("", text)))
-    return "".join(c for c in folded if not unicodedata.combining(c))
 
 
 def question_names(question: str) -> list[str]:
     """The things a question names, as written, first occurrence kept; nationality words left out."""
     seen: dict[str, str] = {}
     for span in find_spans(question):
-        text = _LEADING_STOP.sub("", _POSSESSIVE.sub("", span.text))  # "Is KaTeX rendering on …" names KaTeX
+        text = _LEADING_STOP.sub("", POSSESSIVE_S.sub("", span.text))  # "Is KaTeX rendering on …" names KaTeX
         if span.kind in NAME_KINDS and len(name_key(text)) > 2 and not _adjective(text, question[span.end:]):
             seen.setdefault(name_key(text), text)
     return list(seen.values())

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from localrag.answer.evidence import title_key
-from localrag.text.spans import MONTHS
 from localrag.records import Passage
+from localrag.text.normalise import exact_key, title_key
+from localrag.text.spans import MONTHS
 
 _MONTH_NUMBER = {name.lower()[:3]: i for i, name in enumerate(
     "January February March April May June July August September October November December".split(), start=1)}
@@ -59,10 +59,6 @@ class Decision:
     detail: str  # e.g. "The Exies 1997 < Circus Diablo 2004"
 
 
-def _exact_key(text: str) -> str:
-    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
-
-
 def passage_named(name: str, passages: Sequence[Passage], lookup: NoteLookup = _no_lookup) -> Passage | None:
     """The passage whose title is ``name`` (case, punctuation and a "(film)" qualifier aside): among
     the retrieved ones first, else the index's note of that title."""
@@ -73,9 +69,9 @@ def passage_named(name: str, passages: Sequence[Passage], lookup: NoteLookup = _
 
 
 def _retrieved_named(name: str, passages: Sequence[Passage]) -> Passage | None:
-    exact, loose = _exact_key(name), title_key(name)
+    exact, loose = exact_key(name), title_key(name)
     bare = re.sub(r"^(the|a|an) ", "", loose)  # "the Pterocarya": the option names the note with an article
-    for same in (lambda p: _exact_key(p.title) == exact, lambda p: bool(loose) and title_key(p.title) == loose,
+    for same in (lambda p: exact_key(p.title) == exact, lambda p: bool(loose) and title_key(p.title) == loose,
                  lambda p: bool(bare) and title_key(p.title) == bare):
         named = sorted((p for p in passages if same(p) and has_body(p.text)), key=lambda p: getattr(p, "ordinal", 0))
         if named:

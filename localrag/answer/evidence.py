@@ -20,6 +20,7 @@ from localrag.embed import Embedder
 from localrag.records import Passage, Retrieval
 from localrag.retrieve.neuropath.events import CompletionStep, RoundStep
 from localrag.retrieve.remind.events import PathsStep
+from localrag.text.normalise import title_key
 from localrag.text.sentences import sentences
 from localrag.text.spans import clean_markup
 from localrag.text.words import content_words, coverage, stem, stems
@@ -224,11 +225,6 @@ def _units(passage: Passage) -> list[Unit]:
     units = split_units(passage.text)
     said = [u for u in units if u.kind != "heading"]
     return said or units
-
-
-def title_key(text: str) -> str:
-    """A name as compared with note titles: lower case, no punctuation, no "(film)" qualifier."""
-    return " ".join(re.sub(r"\([^)]*\)|[^\w\s]", " ", text.lower()).split())
 
 
 def linked_passages(question: str, ranked: Sequence[EvidenceSentence], top: int = 3) -> set[int]:

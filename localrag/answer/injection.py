@@ -24,7 +24,7 @@ from localrag.answer.evidence import EvidenceSentence
 from localrag.records import Passage
 from localrag.text.sentences import LINE_PARTS
 from localrag.text.spans import clean_markup
-from localrag.text.stopwords import CONTENT_STOPWORDS
+from localrag.text.words import split_content_words
 
 _ANY = r"[^.\n]{0,40}?"  # a few words on the same line
 _QUALIFIED = r"(?:previous|prior|above|earlier|preceding|all|your|these|those|the system(?:'s)?)"
@@ -53,7 +53,6 @@ _CUES = [
 CUE = re.compile("|".join(f"(?:{c})" for c in _CUES), re.I | re.M)
 
 _MARKER = re.compile(r"\[\d{1,3}\]")
-_WORD = re.compile(r"\w+")
 # what an instruction asks to be said: a word in capitals ("reply PWNED"), in quotes ("say “yes”"), a file to cite
 _SHOUTED = re.compile(r"(?<!\w)[A-Z][A-Z0-9_]{2,}(?!\w)")
 _QUOTED = re.compile(r"[\"“«「『]([^\"”»」』\n]{1,40})[\"”»」』]")
@@ -80,7 +79,7 @@ def _parts(text: str) -> list[str]:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in (m.lower() for m in _WORD.findall(_MARKER.sub(" ", text))) if w not in CONTENT_STOPWORDS and len(w) > 1}
+    return split_content_words(_MARKER.sub(" ", text))
 
 
 def _payload(instruction: str) -> set[str]:

@@ -16,11 +16,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from localrag.answer.evidence import EvidenceSentence, title_key
+from localrag.answer.evidence import EvidenceSentence
 from localrag.answer.shape import Shape
+from localrag.text.normalise import title_key
 from localrag.text.spans import find_spans
 from localrag.text.stopwords import CONTENT_STOPWORDS
-from localrag.text.words import DEMONYM, POSSESSIVE_END, WORD as _WORD, word_forms, words as _words
+from localrag.text.words import (DEMONYM, NGRAM_TOKEN, POSSESSIVE_END, WORD as _WORD, content_word_forms, word_forms,
+                                 words as _words)
 
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
 _ADVERB = re.compile(r"^[a-z]{3,}ly$")
@@ -171,7 +173,7 @@ def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: i
 
 
 def ngram_spans(plain: str, max_n: int, stop: frozenset[str]) -> list[tuple[str, int, int]]:
-    tokens = [(m.group(0).rstrip(".,"), m.start()) for m in re.finditer(r"[\w][\w'’.,\-/]*[\w]|[\w]", plain)]
+    tokens = [(m.group(0).rstrip(".,"), m.start()) for m in NGRAM_TOKEN.finditer(plain)]
     out = []
     for n in range(1, max_n + 1):
         for i in range(len(tokens) - n + 1):
@@ -231,7 +233,7 @@ def rank(question: str, shape: Shape, found: Sequence[Candidate], evidence: Sequ
     if not found:
         return []
     qtype = question_type(shape, question)
-    question_words = {w for w in word_forms(question) if w not in CONTENT_STOPWORDS and len(w) > 1}
+    question_words = content_word_forms(question)
     plains = [e.plain.lower() for e in evidence[:6]]
     best = evidence[0].score if evidence else 0.0
     nationality = bool(_ASKS_NATIONALITY.search(question))

@@ -21,7 +21,7 @@ from localrag.llm.base import LLM, LLMError
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_chat import REWRITE_VERSION, ChatTurn, rewrite_messages, rewrite_schema
 from localrag.text.sentences import SENTENCE_BREAK
-from localrag.text.stopwords import REWRITE_FUNCTION_WORDS
+from localrag.text.words import normalised_content_words
 
 if TYPE_CHECKING:
     from localrag.store.cache import LLMCache
@@ -38,10 +38,6 @@ MAX_NEW_WORDS = 1  # lower-case content words found neither in the question nor 
 
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in normalise_phrase(text).split() if w not in REWRITE_FUNCTION_WORDS}
-
-
 def check_rewrite(question: str, rewrite: str, turns: Sequence[Turn]) -> str | None:
     """Why a rewrite cannot be used (None when it can)."""
     if not rewrite.strip():
@@ -52,17 +48,17 @@ def check_rewrite(question: str, rewrite: str, turns: Sequence[Turn]) -> str | N
         return "much longer than the question (an answer or a repeat, not a rewrite)"
     if SENTENCE_BREAK.search(rewrite.strip()):
         return "more than one sentence (an answer or a repeat, not a rewrite)"
-    own = _words(question)
-    kept = own & _words(rewrite)
+    own = normalised_content_words(question)
+    kept = own & normalised_content_words(rewrite)
     if own and len(kept) / len(own) < MIN_KEPT_SHARE:
         return f"drops the question's words ({len(kept)} of {len(own)} kept)"
     refs = references(question)
     if refs and re.search(rf"\b{re.escape(refs[0].text)}\b", rewrite, re.I):
         return f"leaves {refs[0].text!r} unresolved"
-    history = set().union(*(_words(f"{t.resolved} {t.question} {t.answer}") for t in turns))
-    if not (_words(rewrite) - own) & history:
+    history = set().union(*(normalised_content_words(f"{t.resolved} {t.question} {t.answer}") for t in turns))
+    if not (normalised_content_words(rewrite) - own) & history:
         return "adds nothing from the conversation"
-    new = sorted(_words(rewrite) - own - history)
+    new = sorted(normalised_content_words(rewrite) - own - history)
     names = sorted({normalise_phrase(w) for w in re.findall(r"\b(?:[A-Z][\w'-]*|\d[\d,.]*)", rewrite)[1:]} & set(new))
     if names or len(new) > MAX_NEW_WORDS:
         return f"adds words the conversation does not contain: {', '.join((names or new)[:5])}"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from localrag.ingest.atoms import cut_every, split_outside
 from localrag.ingest.markdown import parse_markdown
 from localrag.text.sentences import SENTENCE_END
+from localrag.text.words import WORDISH
 
-_WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ORG_HEADING = re.compile(r"^(\*{1,6})\s+(.*)$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
@@ -23,7 +23,7 @@ _SPACE = re.compile(" ")
 
 def count_tokens(text: str) -> int:
     """A cheap token estimate (words and punctuation marks), close to BPE counts for prose."""
-    return len(_WORDISH.findall(text))
+    return len(WORDISH.findall(text))
 
 
 @dataclass(frozen=True)

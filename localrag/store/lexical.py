@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Collection
 
 from localrag.store.cjk import cjk_bigrams, has_cjk
 from localrag.text.stopwords import LEXICAL_STOPWORDS
+from localrag.text.words import WORD_RUN
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fts_query(text: str) -> str:
     """An FTS5 OR-query of the text's words, each quoted (so no user text is FTS syntax)."""
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in WORD_RUN.findall(text)]
     terms = [w for w in words if w not in LEXICAL_STOPWORDS] or words
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(terms))
 
@@ -68,7 +67,7 @@ class LexicalIndex:
 
     def passages_saying(self, phrase: str, cap: int) -> int:
         """How many passages hold ``phrase`` (its words in order), counted up to ``cap``."""
-        words = [w.lower() for w in _WORD.findall(phrase)]
+        words = [w.lower() for w in WORD_RUN.findall(phrase)]
         if not words:
             return 0
         query = '"' + " ".join(words) + '"'

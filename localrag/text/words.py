@@ -1,12 +1,21 @@
-"""Words of a question and of evidence, compared loosely: lower case, function words out, a short stem."""
+"""Words of a question and of evidence, compared loosely: lower case, function words out, a short stem;
+and the other tokenisers, one per use (what counts as a word differs: apostrophes and hyphens kept
+or split, punctuation counted or not)."""
 
 from __future__ import annotations
 
 import re
 
-from localrag.text.stopwords import CONTENT_STOPWORDS
+from localrag.text.normalise import normalise_phrase
+from localrag.text.stopwords import ATTRIBUTION_STOPWORDS, CONTENT_STOPWORDS, REWRITE_FUNCTION_WORDS
 
 WORD = re.compile(r"[\w][\w'’\-]*")  # a word with its apostrophes and hyphens ("O'Brien", "Al-Aziz's")
+WORD_RUN = re.compile(r"\w+")  # split at every other character: full-text terms, injection payloads, bench overlap
+LETTER_RUN = re.compile(r"[^\W_]+")  # letters and digits only, "_" a separator too (retrieve/neuropath/entities.py)
+WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # words and punctuation marks: the chunker's token estimate
+# a word as an answer n-gram takes it: inner dots, commas and slashes kept ("2,140", "1/2"; answer/prior.py)
+NGRAM_TOKEN = re.compile(r"[\w][\w'’.,\-/]*[\w]|[\w]")
+_ATTRIBUTION_WORD = re.compile(r"[A-Za-z0-9]{3,}")
 # nationality and group adjectives ("American", "South Korean"): the usual first words about a
 # subject, rarely the answer, and never a thing a note is about
 DEMONYM = re.compile(r"^(?:[A-Z][a-z]+[\s\-])?[A-Z][a-z]+(?:an|ian|ese|ish|i|ch|ic|ss)$")
@@ -32,6 +41,29 @@ def word_forms(text: str) -> set[str]:
 
 def content_words(text: str) -> set[str]:
     return {w for w in words(text) if w not in CONTENT_STOPWORDS and len(w) > 1}
+
+
+def content_word_forms(text: str) -> set[str]:
+    """``word_forms`` that are content words: what a question already says of a candidate answer."""
+    return {w for w in word_forms(text) if w not in CONTENT_STOPWORDS and len(w) > 1}
+
+
+def split_content_words(text: str) -> set[str]:
+    """Content words split at apostrophes and hyphens too ("don't" -> don): an instruction's payload
+    compared with an answer's words (answer/injection.py)."""
+    return {w for w in (m.lower() for m in WORD_RUN.findall(text)) if w not in CONTENT_STOPWORDS and len(w) > 1}
+
+
+def attribution_words(text: str) -> set[str]:
+    """ASCII words of three or more characters, the commonest left out: an uncited answer's words,
+    matched with each passage's (answer/__init__.py)."""
+    return {w.lower() for w in _ATTRIBUTION_WORD.findall(text)} - ATTRIBUTION_STOPWORDS
+
+
+def normalised_content_words(text: str) -> set[str]:
+    """The words of ``normalise_phrase(text)`` but function words: what a rewritten question keeps,
+    adds or drops (conversation/rewrite.py)."""
+    return {w for w in normalise_phrase(text).split() if w not in REWRITE_FUNCTION_WORDS}
 
 
 def stem(word: str) -> str:

@@ -5,12 +5,12 @@ that gives path tracking its seeds."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import Sequence
 
 from localrag.text.normalise import normalise_phrase, occurs_in
 from localrag.text.spans import find_spans
 from localrag.text.stopwords import NER_FUNCTION_WORDS
+from localrag.text.words import LETTER_RUN
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_np import NER_VERSION, ner_messages, ner_schema
 from localrag.records import Trace
@@ -51,7 +51,6 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
     return unique
 
 
-_WORD = re.compile(r"[^\W_]+")
 
 
 def is_named(entity: str, question: str) -> bool:
@@ -61,12 +60,12 @@ def is_named(entity: str, question: str) -> bool:
     word and function words do not count: their capital is grammar). A question written with
     no capitals anywhere gives no such signal, so every entity counts as named there.
     """
-    words = _WORD.findall(question)
+    words = LETTER_RUN.findall(question)
     signal = {w.lower() for i, w in enumerate(words) if i > 0 and w.lower() not in NER_FUNCTION_WORDS
               and (w[0].isupper() or any(ch.isdigit() for ch in w))}
     if not any(ch.isupper() for ch in question[1:]) and not any(ch.isdigit() for ch in question):
         return True
-    return any(t.lower() in signal for t in _WORD.findall(entity))
+    return any(t.lower() in signal for t in LETTER_RUN.findall(entity))
 
 
 def _validate_ner(data: dict) -> str | None:
