@@ -2,8 +2,9 @@
 
 Made with the libraries that write each format (python-docx, python-pptx, odfdo, reportlab; the
 EPUB and RTF files are written as those formats are specified: a zip of XHTML with its OPF, and
-RTF control words), so nothing binary is committed. Tests call ``write_documents(folder)``;
-``python tests/document_fixtures.py FOLDER`` writes the same folder to look at.
+RTF control words). The files in tests/fixtures/documents/ were written by
+``python tests/document_fixtures.py tests/fixtures/documents``; tests index those, and make the
+variants (encrypted, damaged, 300 pages, scanned) with these functions.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import time
 import zipfile
 from pathlib import Path
@@ -26,6 +27,8 @@ WRITERS = {"pdf": pdf_bytes, "docx": docx_bytes, "pptx": pptx_bytes, "odt": odt_
 TITLES = {"pdf": "The Orwell Lighthouse", "docx": "The Harrowgate Bridge", "pptx": "Orchards of the Tamar",
           "odt": "The Kestrel Street Bakery", "odp": "Murrowby Glass", "epub": "The Voyage of the Pellucid",
           "rtf": "The Dunmere Choir"}
+
+COMMITTED = Path(__file__).parent / "fixtures" / "documents"  # written by document_fixtures.py, one per format
 
 
 def _passages(kind: str):
@@ -127,13 +130,22 @@ def _zip(parts: dict[str, str]) -> bytes:
 @pytest.fixture
 def documents_index(tmp_path, settings_for, embedder):
     folder = tmp_path / "documents"
-    write_documents(folder)
+    shutil.copytree(COMMITTED, folder)  # the committed documents, as a user's folder would hold them
     (folder / "secret.pdf").write_bytes(pdf_bytes(encrypt_with="hunter2"))
     (folder / "broken.docx").write_bytes(docx_bytes()[:3000])
     idx = Index(settings_for(folder), embedder)
     report = idx.sync()
     yield idx, report
     idx.close()
+
+
+def test_the_committed_documents_are_the_ones_the_fixture_module_writes(tmp_path):
+    written = write_documents(tmp_path / "written")
+    assert sorted(p.name for p in COMMITTED.iterdir()) == sorted(p.name for p in written.values())
+    for kind, path in written.items():
+        committed = load_data(Path(path.name), (COMMITTED / path.name).read_bytes())
+        assert committed.text == load_data(Path(path.name), path.read_bytes()).text, kind
+        assert KNOWN[kind].sentence in " ".join(committed.text.split()), kind
 
 
 def test_the_folder_indexes_completely_and_each_question_finds_its_document_and_place(documents_index):
