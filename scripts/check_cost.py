@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from localrag.store.connection import connect  # noqa: E402
+from localrag.store import Store, connect  # noqa: E402
 
 
 def _cpu() -> float:
@@ -38,15 +38,14 @@ def _drop_page_cache() -> bool:
         return False
 
 
-def _time(db: Path, pragma: str) -> dict:
-    conn = connect(db, readonly=True)
+def _time(db: Path, check: str) -> dict:
+    store = Store.open_for_reading(db)
     try:
         wall, cpu = time.perf_counter(), _cpu()
-        rows = conn.execute(pragma).fetchall()
-        return {"wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(_cpu() - cpu, 3),
-                "result": "; ".join(str(r[0]) for r in rows)[:200]}
+        result = getattr(store, check)()
+        return {"wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(_cpu() - cpu, 3), "result": result[:200]}
     finally:
-        conn.close()
+        store.close()
 
 
 def main() -> int:
@@ -60,17 +59,18 @@ def main() -> int:
         src = connect(args.db, readonly=True)
         dst = connect(copy)
         src.backup(dst)
-        passages = dst.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
-        dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        dst.close()
+        dst.close()  # the last connection to close folds the WAL into the file
         src.close()
+        store = Store.open_for_reading(copy)
+        passages = store.docs.passage_count()
+        store.close()
         out: dict = {"db": str(args.db), "passages": passages, "bytes": copy.stat().st_size,
                      "load_average": os.getloadavg()[0]}
-        for name, pragma in (("quick_check", "PRAGMA quick_check(20)"), ("integrity_check", "PRAGMA integrity_check(20)")):
-            warm = [_time(copy, pragma) for _ in range(args.repeat)]
+        for name in ("quick_check", "integrity_check"):
+            warm = [_time(copy, name) for _ in range(args.repeat)]
             out[name] = {"warm": sorted(warm, key=lambda r: r["wall_s"])[len(warm) // 2]}
             if _drop_page_cache():
-                out[name]["cold"] = _time(copy, pragma)
+                out[name]["cold"] = _time(copy, name)
         print(json.dumps(out, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)

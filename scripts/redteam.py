@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -40,8 +41,8 @@ import localrag.embed  # noqa: E402
 from localrag.cli import main as cli_main  # noqa: E402
 from localrag.ingest import loaders  # noqa: E402
 from localrag.ingest import sync as sync_module  # noqa: E402
-from localrag.store.connection import connect  # noqa: E402
-from localrag.store.health import _state_path  # noqa: E402
+from localrag.store import Store  # noqa: E402
+from localrag.store.health import state_path  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "notes"
 N_EXAMPLES = sum(1 for _ in EXAMPLES.rglob("*.md"))
@@ -86,31 +87,24 @@ def cli_process(*argv: str, user: str | None = None, timeout: float = 600) -> su
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd="/")
 
 
+def _index_of(folder: Path) -> Store:
+    return Store.open_for_reading(folder / ".localrag" / "index.db")
+
+
 def indexed(folder: Path) -> set[str]:
-    conn = connect(folder / ".localrag" / "index.db", readonly=True)
-    try:
-        return {r[0] for r in conn.execute("SELECT path FROM documents")}
-    finally:
-        conn.close()
+    with closing(_index_of(folder)) as store:
+        return set(store.docs.all())
 
 
 def skipped(folder: Path) -> dict[str, str]:
-    conn = connect(folder / ".localrag" / "index.db", readonly=True)
-    try:
-        return dict(conn.execute("SELECT path, reason FROM skipped").fetchall())
-    finally:
-        conn.close()
+    with closing(_index_of(folder)) as store:
+        return {s.path: s.reason for s in store.docs.skipped()}
 
 
 def text_of(folder: Path, rel: str) -> str:
     """The indexed text of one note ("" when it is not indexed)."""
-    conn = connect(folder / ".localrag" / "index.db", readonly=True)
-    try:
-        rows = conn.execute("SELECT p.text FROM passages p JOIN documents d ON d.id = p.doc_id WHERE d.path = ? "
-                            "ORDER BY p.ordinal", (rel,)).fetchall()
-        return "\n".join(r[0] for r in rows)
-    finally:
-        conn.close()
+    with closing(_index_of(folder)) as store:
+        return "\n".join(p.text for p in store.docs.passages_of(rel))
 
 
 def index(folder: Path, *extra: str) -> Run:
@@ -361,10 +355,8 @@ def case_huge_single_line(d: Path) -> str:
     started = time.perf_counter()
     r = index(d)
     took = time.perf_counter() - started
-    conn = connect(d / ".localrag" / "index.db", readonly=True)
-    n = conn.execute("SELECT COUNT(*) FROM passages p JOIN documents d ON d.id = p.doc_id "
-                     "WHERE d.path = 'one-line.txt'").fetchone()[0]
-    conn.close()
+    with closing(_index_of(d)) as store:
+        n = len(store.docs.passages_of("one-line.txt"))
     expect(r.code == 0 and n > 100, f"{r.code} {n}")
     return f"exit 0; {len(words) / 1e6:.1f} MB in one line cut into {n:,} passages in {took:.0f} s"
 
@@ -409,7 +401,7 @@ def case_clock_backwards(d: Path) -> str:
         os.utime(f, (future, future))
     r1, r2 = index(d), index(d)
     expect(r1.code == 0 and r2.code == 0 and len(indexed(d)) == N_EXAMPLES, f"{r1.err} {r2.err}")
-    state = _state_path(d / ".localrag" / "index.db")
+    state = state_path(d / ".localrag" / "index.db")
     s = json.loads(state.read_text())
     s["checked_at"] = time.time() + 10 * 24 * 3600  # the last check "in the future"
     state.write_text(json.dumps(s))

@@ -282,7 +282,7 @@ def _open_store(db: Path):
 
 
 def test_a_check_is_due_after_an_unclean_exit_and_only_then(tmp_path):
-    from localrag.store.health import CHECK_INTERVAL_S, _state_path
+    from localrag.store.health import CHECK_INTERVAL_S, state_path
 
     db = tmp_path / "idx" / "index.db"
     s = _open_store(db)
@@ -315,16 +315,16 @@ def test_a_check_is_due_after_an_unclean_exit_and_only_then(tmp_path):
     s.close()
     import json
 
-    state = json.loads(_state_path(db).read_text())
+    state = json.loads(state_path(db).read_text())
     state["checked_at"] -= CHECK_INTERVAL_S + 60  # the periodic check
-    _state_path(db).write_text(json.dumps(state))
+    state_path(db).write_text(json.dumps(state))
     s = _open_store(db)
     assert s.session.due.startswith("periodic check")
     s.check_if_due()
     s.close()
-    state = json.loads(_state_path(db).read_text())
+    state = json.loads(state_path(db).read_text())
     state["checked_at"] += 10 * 24 * 3600  # the clock went back past the last check
-    _state_path(db).write_text(json.dumps(state))
+    state_path(db).write_text(json.dumps(state))
     s = _open_store(db)
     assert s.session.due == "the clock is earlier than the last check"
     s.close()

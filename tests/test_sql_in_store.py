@@ -1,4 +1,4 @@
-"""All SQL lives in localrag/store/: no SQL text anywhere else in the packages."""
+"""All SQL lives in localrag/store/: no SQL text anywhere else in the packages or the scripts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("localrag", "localrag_bench")
+PACKAGES = ("localrag", "localrag_bench", "scripts")
 STORE = ROOT / "localrag" / "store"
 SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|WITH|BEGIN|COMMIT|ROLLBACK|VACUUM)\b",
                  re.IGNORECASE)

@@ -125,6 +125,17 @@ class Store:
         # busy_timeout covers most waits; retry for the rare immediate-lock upgrade miss.
         retry_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"), timeout_s=60)
 
+    @classmethod
+    def open_for_reading(cls, path: str | Path) -> "Store":
+        """An existing index, read-only, with the embedder that built it: for tools that read its
+        rows (documents, passages, skips) and embed nothing."""
+        conn = connect(path, readonly=True)
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
+        finally:
+            conn.close()
+        return cls(path, dim=int(meta.get("dim", 0)), embedder_id=meta.get("embedder", ""), readonly=True)
+
     def close(self) -> None:
         with self._side_lock:
             if self._side is not None:

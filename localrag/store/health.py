@@ -87,7 +87,8 @@ def _sessions_dir(db_path: Path) -> Path:
     return Path(str(db_path) + ".sessions")
 
 
-def _state_path(db_path: Path) -> Path:
+def state_path(db_path: Path) -> Path:
+    """Where the damage check keeps when it last ran and on what file (beside the index)."""
     return Path(str(db_path) + ".health.json")
 
 
@@ -101,7 +102,7 @@ def _file_stat(db_path: Path) -> tuple[int, int] | None:
 
 def _read_state(db_path: Path) -> dict:
     try:
-        state = json.loads(_state_path(db_path).read_text())
+        state = json.loads(state_path(db_path).read_text())
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) else {}
@@ -110,7 +111,7 @@ def _read_state(db_path: Path) -> dict:
 def _write_state(db_path: Path, **changes: object) -> None:
     state = _read_state(db_path)
     state.update(changes)
-    target = _state_path(db_path)
+    target = state_path(db_path)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(state))
