@@ -398,7 +398,7 @@ class Assistant:
             self._log_query(lambda: conversation.record(asked.question, turn.resolution, result))
         qid = asked.query_id
         if qid is not None:
-            self._log_query(lambda: self.index.store.calls.finish_query(qid, result.text, result.to_json()["trace"]))
+            self._log_query(lambda: self.index.store.calls.finish_query(qid, result.text, retrieval.trace.to_json()))
         return result
 
     def _answer_record(self, asked: Asked, turn: Turn, total_ms: float) -> Answer:

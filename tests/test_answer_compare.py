@@ -12,6 +12,7 @@ from localrag.answer.compare import decide_choice, decide_same, life_date, natio
 from localrag.answer import prior
 from localrag.answer.evidence import RESIDUAL_WEIGHT, EvidenceSentence, order_evidence, with_residual
 from localrag.answer.prior import head_noun, question_type
+from localrag.answer.record import answer_record
 from localrag.answer.shape import classify
 from localrag.answer.spans import build_choices
 from localrag.text.stopwords import NGRAM_STOPWORDS
@@ -168,7 +169,7 @@ def test_a_decided_comparison_makes_no_model_call_and_cites_the_deciding_note(fi
     cited = [c for c in answer.citations if c.cited]
     assert [c.passage.title for c in cited] == ["Bo Marsh (director)"], "the note whose date decided it"
     assert answer.span_sentence is not None and "1950" in answer.span_sentence.text
-    assert answer.to_json()["decided_without_model"].startswith("The Piper")
+    assert answer_record(answer)["decided_without_model"].startswith("The Piper")
 
 
 def test_an_undecided_comparison_goes_to_the_model(film_index):

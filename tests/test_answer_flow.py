@@ -10,6 +10,7 @@ import pytest
 from scripted_llm import ScriptedLLM
 
 from localrag.answer.events import AnswerDone, AnswerStarted, EvidenceReady, FirstToken, RetrievalStarted, Retrieved
+from localrag.answer.record import answer_record
 from localrag.answer.spans import NOT_IN_NOTES
 from localrag.api import Assistant, Index
 from localrag.llm.base import LLMError, Scored, Usage
@@ -75,7 +76,7 @@ def test_short_question_is_constrained_and_answered_with_its_sentence(index, mon
     assert order == sorted(order), "evidence comes before the answer starts"
     assert all(a.elapsed_s <= b.elapsed_s for a, b in zip(events, events[1:]))
     assert answer.evidence_ms is not None and answer.first_token_ms >= answer.evidence_ms
-    data = answer.to_json()
+    data = answer_record(answer)
     assert data["short_answer"] == "cardamom" and data["answer_sentence"]["path"] == "loaf.md"
     assert data["evidence"] and data["events"][0]["event"] == "retrieval"
 

@@ -13,6 +13,7 @@ from localrag.answer import Answer, Citation, checked_reply, strip_markup
 from localrag.answer.evidence import (
     EvidenceSentence, rank_evidence, residual_words, specific_share, split_units, with_residual, with_specific,
 )
+from localrag.answer.record import answer_record
 from localrag.answer.shape import classify
 from localrag.answer.spans import NOT_IN_NOTES, build_choices, ngrams, with_copied_spans
 from localrag.llm.grammar import choice_grammar, choice_schema, grammar_language
@@ -219,7 +220,7 @@ def test_cited_and_given_passages_are_apart_in_json_and_cli():
     p1, p2 = _passage("Velkra.", 1, "a.md"), _passage("Orle.", 2, "b.md")
     answer = Answer("q?", "The Velkra [1].", [Citation(1, p1, True), Citation(2, p2, False)],
                     Retrieval("q?", [], Trace("hybrid")), "hybrid")
-    data = answer.to_json()
+    data = answer_record(answer)
     assert [c["path"] for c in data["citations"]] == ["a.md"] and [c["path"] for c in data["given"]] == ["b.md"]
     assert set(data["timings_ms"]) >= {"to_evidence", "to_first_token", "total"}
     out = io.StringIO()

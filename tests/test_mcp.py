@@ -91,16 +91,17 @@ def test_mcp_server_over_stdio_with_the_sdk_client(indexed_notes, bundled_model)
     assert got["filtered"]["passages"] and not any(h["path"].startswith("projects/") for h in got["filtered"]["passages"])
 
     answer = got["ask"]
-    assert answer["answer"] and answer["citations"] and answer["evidence"]
+    assert answer["answer"] and answer["citations"] and answer["evidence"] and answer["passages"]
     assert answer["citations"][0]["path"] == "rye-and-plum-loaf.md"
     # the bundled model picks the short answer among the evidence's spans, in one call
     assert answer["picked_by"] == "model" and not answer["abstained"]
     assert answer["short_answer"] and answer["short_answer"] in answer["answer_sentence"]["text"]
-    assert answer["cost"]["llm_calls"] == 1 and answer["cost"]["tokens"] > 0
+    assert len(answer["llm_calls"]) == 1 and answer["tokens"]["total"] > 0
+    assert "trace" not in answer and "trace" in got["tools"]["ask"].input_schema["properties"]
     assert seen_progress and seen_progress[-1][0] == seen_progress[-1][1]  # progress notifications, ending done
-    # the cited lines, opened through the server, are the evidence passage's text
+    # the cited lines, opened through the server, are the retrieved passage's text
     opened, first = got["opened"], answer["citations"][0]
-    cited = next(e for e in answer["evidence"] if e["location"] == first["location"])
+    cited = next(p for p in answer["passages"] if p["location"] == first["location"])
     assert opened["location"] == first["location"] and opened["text"].strip() == cited["text"].strip()
     file_lines = (folder / first["path"]).read_text().split("\n")
     assert opened["text"] == "\n".join(file_lines[first["start_line"] - 1:first["end_line"]])

@@ -89,59 +89,6 @@ class Answer:
             out[c.phase] = out.get(c.phase, 0) + c.total_tokens
         return out
 
-    def to_json(self) -> dict:
-        return {
-            "question": self.question,
-            "answer": self.text,
-            "strategy": self.strategy,
-            "strategy_reason": self.strategy_reason,
-            "query_id": self.query_id,
-            "short_answer": self.span,
-            "mode": self.mode,
-            "question_type": self.shape.qtype if self.shape else "",
-            "abstained": self.abstained,
-            "abstain_reason": self.abstain_reason,
-            "answer_sentence": self.span_sentence.to_json() if self.span_sentence else None,
-            "decided_without_model": self.decided,
-            "picked_by": self.picked_by,
-            "overridden_reply": self.overridden,
-            "evidence": [e.to_json() for e in self.shown_evidence],
-            "unsupported_sentences": self.unsupported,
-            # cited: the answer refers to them; given: shown to the model as context only
-            "citations": [_citation_json(c) for c in self.citations if c.cited],
-            "given": [_citation_json(c) for c in self.citations if not c.cited],
-            "passages": [
-                {"rank": i + 1, "id": sp.passage.id, **_place_json(sp.passage),
-                 "score": round(sp.score, 6), "source": sp.source, "text": sp.passage.text}
-                for i, sp in enumerate(self.retrieval.passages)
-            ],
-            "llm_calls": [c.__dict__ | {"total_tokens": c.total_tokens} for c in self.calls],
-            "tokens": {"total": self.tokens, "by_phase": self.tokens_by_phase()},
-            "timings_ms": {"retrieve": round(self.retrieve_ms, 1), "answer": round(self.answer_ms, 1),
-                           "to_evidence": _ms(self.evidence_ms), "to_first_token": _ms(self.first_token_ms),
-                           "total": round(self.total_ms, 1)},
-            "events": [e.to_json() for e in self.events],
-            "trace": self.retrieval.trace.to_json(),
-            "notes": self.notes,
-            "resolved_query": self.resolved_query or self.question,
-            "session": self.session,
-        }
-
-
-def _ms(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
-
-
-def _citation_json(c: Citation) -> dict:
-    return {"n": c.number, "cited": c.cited, "inferred": c.inferred, **_place_json(c.passage)}
-
-
-def _place_json(p: Passage) -> dict:
-    """Where a passage is, field by field: a document's locator ("p. 12", "slide 3"; "" for a note)
-    beside the text lines its citation counts, and the two as one location."""
-    return {"path": p.path, "start_line": p.start_line, "end_line": p.end_line, "locator": p.locator,
-            "location": p.location}
-
 
 def prompt_passages(retrieval: Retrieval, n: int) -> list[PromptPassage]:
     return [

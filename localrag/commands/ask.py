@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def run(args: argparse.Namespace) -> int:
     # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
+    from localrag.answer.record import answer_record
     from localrag.api import Assistant, Index
     from localrag.store.lock import LockBusy
     # loaded on use: the pipeline (numpy, SQLite, the embedder) stays out of `localrag --help`
@@ -91,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         index.close()
     if args.json:
-        print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
+        record = answer_record(answer, filter_text=where.describe() if where else "")
+        print(json.dumps(record, indent=2, ensure_ascii=False))
         return 0
     if streaming and not (printer is not None and printer.line_ended):
         sys.stdout.write("\n")

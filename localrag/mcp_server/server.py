@@ -77,15 +77,17 @@ def build_server(tools: NotesTools, tainted: set[str] | None = None) -> MCPServe
                           query, k, strategy, list(filters), tainted=tainted)
 
     @server.tool(description="An answer from the notes by the local model, with numbered citations "
-                 "(path:lines), the evidence passages and the cost (LLM calls, tokens, seconds).")
+                 "(path:lines), the evidence sentences, the retrieved passages and the cost (LLM calls, tokens, "
+                 "timings): the JSON of `localrag ask --json`.")
     async def ask(
         question: Annotated[str, Field(description="the question")],
         strategy: Annotated[str, Field(description="auto (default), dense, lexical, hybrid, ppr, neuropath, remind")] = "auto",
         filters: Annotated[list[str], Field(description="e.g. ['tag:project', 'path:work/']")] = [],  # noqa: B006
+        trace: Annotated[bool, Field(description="also how the passages were found (the trace and the step events)")] = False,
         ctx: Context | None = None,
     ) -> dict:
-        return await _run(ctx, lambda q, s, f, progress: tools.ask(q, s, f, None, progress),
-                          question, strategy, list(filters), tainted=tainted)
+        return await _run(ctx, lambda q, s, f, t, progress: tools.ask(q, s, f, None, progress, trace=t),
+                          question, strategy, list(filters), trace, tainted=tainted)
 
     @server.tool(description="What is indexed: documents, passages, graph size, tags and aliases, skipped "
                  "files and warnings (front matter it could not use, bytes that are not UTF-8).")

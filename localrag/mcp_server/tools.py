@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
+from localrag.answer.record import answer_record, passage_record
 from localrag.api import Assistant, EmptyIndexError, Index
 from localrag.config import Settings
 from localrag.errors import LocalragError
@@ -108,11 +109,11 @@ class NotesTools:
             progress(1, 1, "done")
         return {
             "query": query, "strategy": got.trace.strategy, "filter": where.describe() if where else "",
-            "passages": [passage_json(i + 1, sp.passage, sp.score, sp.source) for i, sp in enumerate(got.passages[:k])],
+            "passages": [passage_record(i + 1, sp) for i, sp in enumerate(got.passages[:k])],
         }
 
     def ask(self, question: str, strategy: str = "auto", filters: list[str] | None = None, k: int | None = None,
-            progress: Progress = _no_progress) -> dict:
+            progress: Progress = _no_progress, trace: bool = False) -> dict:
         question = question.strip()
         if not question:
             raise ToolRefused("the question is empty")
@@ -135,29 +136,8 @@ class NotesTools:
             except EmptyIndexError as exc:
                 raise ToolRefused(str(exc)) from exc
             progress(3, 3, "answered")
-        by_number = {c.number: c for c in answer.citations}
-        return {
-            "question": question,
-            "answer": answer.text,
-            # a short question's answer: the span of the notes, how it was picked, and the sentence it is from
-            "short_answer": answer.span,
-            "picked_by": answer.picked_by,
-            "answer_sentence": answer.span_sentence.to_json() if answer.span_sentence else None,
-            "abstained": answer.abstained,
-            "strategy": answer.strategy,
-            "filter": where.describe() if where else "",
-            "citations": [
-                {"n": c.number, "location": c.location, "path": c.passage.path, "start_line": c.passage.start_line,
-                 "end_line": c.passage.end_line, "locator": c.passage.locator, "title": c.passage.title,
-                 "cited": c.cited, "inferred": c.inferred}
-                for c in by_number.values()
-            ],
-            "evidence": [passage_json(i + 1, sp.passage, sp.score, sp.source)
-                         for i, sp in enumerate(answer.retrieval.passages[: self.settings.neuropath.answer_passages])],
-            "cost": {"llm_calls": len(answer.calls), "tokens": answer.tokens, "tokens_by_phase": answer.tokens_by_phase(),
-                     "seconds": round((answer.retrieve_ms + answer.answer_ms) / 1000, 3)},
-            "notes": answer.notes,
-        }
+        # the form `localrag ask --json` prints; the trace and the step events only when asked for
+        return answer_record(answer, filter_text=where.describe() if where else "", detail=trace)
 
     def status(self) -> dict:
         with self._lock:
@@ -253,7 +233,3 @@ def _document_reply(rel: str, title: str, lines: list[str], start: int, end: int
     return {"path": rel, "start_line": start, "end_line": end, "locator": place, "location": f"{rel} {place}",
             "title": title, "total_lines": len(lines), "text": "\n".join(lines[start - 1:end])}
 
-
-def passage_json(rank: int, p, score: float, source: str) -> dict:
-    return {"rank": rank, "location": p.location, "path": p.path, "start_line": p.start_line, "end_line": p.end_line,
-            "locator": p.locator, "title": p.title, "heading": p.heading, "score": round(float(score), 6), "source": source, "text": p.text}
