@@ -15,7 +15,7 @@ from localrag.answer import EMPTY_ANSWER, Answer
 from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_event
 from localrag.answer.compare import has_body
 from localrag.answer.flow import Composed, compose
-from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Resolution, Turn
+from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Outcome, StrategyChoice
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.embedders import embedder_for, is_default
@@ -232,7 +232,7 @@ class Assistant:
     def resolve_strategy(self, name: str | None) -> str:
         return self.resolve(name).strategy
 
-    def resolve(self, name: str | None) -> Resolution:
+    def resolve(self, name: str | None) -> StrategyChoice:
         """``auto``: `graph` (no LLM) unless the model is large enough to track paths and the graph is built.
 
         The rule is measured, not assumed: with SmolLM2-135M and Qwen2.5-Coder-0.5B NeuroPath's
@@ -243,22 +243,22 @@ class Assistant:
         """
         name = name or self.settings.strategy
         if name != "auto":
-            return Resolution(name, "chosen" if name == (self.settings.strategy or "auto") else "asked for")
+            return StrategyChoice(name, "chosen" if name == (self.settings.strategy or "auto") else "asked for")
         size = self.model_size()
         floor = format_params(self.settings.auto_min_params)
         if not size.known:
-            return Resolution("graph", f"auto: model size {size.source}; graph fusion needs no model")
+            return StrategyChoice("graph", f"auto: model size {size.source}; graph fusion needs no model")
         if size.params < self.settings.auto_min_params:
-            return Resolution("graph", f"auto: {size.model} has {size.label} parameters ({size.source}), below "
-                              f"{floor}: too small to track paths, graph fusion needs no model")
+            return StrategyChoice("graph", f"auto: {size.model} has {size.label} parameters ({size.source}), below "
+                                  f"{floor}: too small to track paths, graph fusion needs no model")
         counts = self.index.store.graph.counts()
         passages = self.index.store.docs.passage_count()
         built = passages > 0 and counts.facts > 0 and counts.queued <= AUTO_GRAPH_QUEUE_SHARE * passages
         if not built:
-            return Resolution("graph", f"auto: {size.model} ({size.label}) could track paths, but the graph is "
-                              "still being built")
-        return Resolution("neuropath", f"auto: {size.model} has {size.label} parameters (>= {floor}): NeuroPath, "
-                          "starting from the graph fusion")
+            return StrategyChoice("graph", f"auto: {size.model} ({size.label}) could track paths, but the graph is "
+                                  "still being built")
+        return StrategyChoice("neuropath", f"auto: {size.model} has {size.label} parameters (>= {floor}): NeuroPath, "
+                              "starting from the graph fusion")
 
     def resolve_pick(self) -> str:
         """``answer.pick = auto``: below ``answer.pick_min_params`` the no-model ranking's first span;
@@ -328,23 +328,23 @@ class Assistant:
             raise ValueError("the question is empty")
         asked = self._open_question(question, self.resolve(strategy), on_event)
         try:
-            turn = self._run_turn(asked, conversation, k, where, AnswerRequest(answer, mode, short, on_token))
+            outcome = self._run_question(asked, conversation, k, where, AnswerRequest(answer, mode, short, on_token))
         except BaseException:
             self._forget(asked.query_id)  # a failed answer teaches memory nothing
             raise
         finally:
             self._current.query_id = None
-        return self._close_question(asked, turn, answer, conversation)
+        return self._close_question(asked, outcome, answer, conversation)
 
-    def _open_question(self, question: str, choice: Resolution, on_event: EventSink | None) -> Asked:
+    def _open_question(self, question: str, choice: StrategyChoice, on_event: EventSink | None) -> Asked:
         """Log the question, and read whether its last answer was marked wrong (then memory is not read)."""
         qid = self._log_query(lambda: self.index.store.calls.start_query(question, choice.strategy))
         self._current.query_id = qid
         rejected = self._log_query(lambda: self.index.store.memory.verdict_for(question)) == "wrong"
         return Asked(question, choice, qid, rejected, time.perf_counter(), on_event)
 
-    def _run_turn(self, asked: Asked, conversation: "Conversation | None", k: int | None,
-                  where: PassageFilter | None, request: "AnswerRequest") -> Turn:
+    def _run_question(self, asked: Asked, conversation: "Conversation | None", k: int | None,
+                      where: PassageFilter | None, request: "AnswerRequest") -> Outcome:
         """Resolve a follow-up, retrieve, answer; the model's calls and memory's writes are attributed to the question."""
         needs_llm = self._needs_llm(asked.strategy, request, conversation, asked.question)
         scope = self.llm().scoped(asked.calls.append) if needs_llm else contextlib.nullcontext()
@@ -356,7 +356,7 @@ class Assistant:
             retrieve_ms = asked.elapsed_ms()
             asked.emit(Retrieved(elapsed_s=retrieve_ms / 1000, passages=len(retrieval.passages)))
             composed = self._compose(asked, query, retrieval, request, conversation) if request.answer else None
-        return Turn(resolution, query, retrieval, retrieve_ms, composed)
+        return Outcome(resolution, query, retrieval, retrieve_ms, composed)
 
     def _step_sink(self, asked: Asked) -> Callable[[str, TraceEvent], None]:
         """Each trace step of the strategy, as an event on the question's sink."""
@@ -382,32 +382,32 @@ class Assistant:
             retrieval.on_answer([c.passage.id for c in composed.citations if c.cited])
         return composed
 
-    def _close_question(self, asked: Asked, turn: Turn, answer: bool,
+    def _close_question(self, asked: Asked, outcome: Outcome, answer: bool,
                         conversation: "Conversation | None") -> Answer:
         """Undo memory for a failed answer, send the last event, record the turn and the query log."""
-        composed, retrieval = turn.composed, turn.retrieval
+        composed, retrieval = outcome.composed, outcome.retrieval
         if answer and (composed is None or composed.abstained or composed.text.strip() in ("", EMPTY_ANSWER)):
             self._forget(asked.query_id)  # an empty reply is a failed answer too; an abstention learns nothing either
         if asked.rejected:
             retrieval.trace.add(FeedbackStep(note="the last answer to this question was marked wrong: memory not read"))
         total_ms = asked.elapsed_ms()
         asked.emit(AnswerDone(elapsed_s=total_ms / 1000, abstained=bool(composed and composed.abstained)))
-        result = self._answer_record(asked, turn, total_ms)
-        if conversation is not None and turn.resolution is not None:
+        result = self._answer_record(asked, outcome, total_ms)
+        if conversation is not None and outcome.resolution is not None:
             result.session = conversation.session.label
-            self._log_query(lambda: conversation.record(asked.question, turn.resolution, result))
+            self._log_query(lambda: conversation.record(asked.question, outcome.resolution, result))
         qid = asked.query_id
         if qid is not None:
             self._log_query(lambda: self.index.store.calls.finish_query(qid, result.text, retrieval.trace.to_json()))
         return result
 
-    def _answer_record(self, asked: Asked, turn: Turn, total_ms: float) -> Answer:
-        composed, retrieval = turn.composed, turn.retrieval
+    def _answer_record(self, asked: Asked, outcome: Outcome, total_ms: float) -> Answer:
+        composed, retrieval = outcome.composed, outcome.retrieval
         result = Answer(asked.question, composed.text if composed else "", composed.citations if composed else [],
-                        retrieval, asked.strategy, asked.calls, turn.retrieve_ms,
+                        retrieval, asked.strategy, asked.calls, outcome.retrieve_ms,
                         composed.answer_ms if composed else 0.0, asked.query_id,
                         notes=memory_notes(retrieval.trace) + (composed.notes if composed else []),
-                        resolved_query=turn.query, strategy_reason=asked.choice.reason,
+                        resolved_query=outcome.query, strategy_reason=asked.choice.reason,
                         evidence_shown=self.settings.answer.evidence_shown, total_ms=total_ms, events=asked.events)
         if composed is not None:
             for key in COMPOSED_FIELDS:

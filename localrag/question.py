@@ -12,11 +12,11 @@ from localrag.answer.flow import Composed
 from localrag.records import LLMCallRecord, Retrieval
 
 if TYPE_CHECKING:
-    from localrag.conversation.records import Resolution as Resolved
+    from localrag.conversation.records import Resolution
 
 
 @dataclass(frozen=True)
-class Resolution:
+class StrategyChoice:
     """The strategy a question runs with, and why (shown in the TUI header and ``--json``)."""
 
     strategy: str
@@ -47,7 +47,7 @@ class Asked:
     """One question in flight: its log id, the events it sent and the model calls it made."""
 
     question: str
-    choice: Resolution
+    choice: StrategyChoice
     query_id: int | None
     rejected: bool  # its last answer was marked wrong: full retrieval, memory not read
     started: float  # perf_counter when it was asked
@@ -69,10 +69,10 @@ class Asked:
 
 
 @dataclass(frozen=True)
-class Turn:
+class Outcome:
     """What one question's retrieval and answer produced."""
 
-    resolution: "Resolved | None"
+    resolution: "Resolution | None"  # how a follow-up was made self-contained
     query: str  # what retrieval searched for
     retrieval: Retrieval
     retrieve_ms: float
