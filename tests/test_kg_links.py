@@ -226,3 +226,21 @@ def test_schema_in_the_prompt_cannot_open_or_close_a_passage(spelling):
     assert system.startswith("You extract facts.") and not TAG.search(system)
     assert json.loads(system[system.index("{"):]) == schema  # the same schema for a JSON reader
     assert out[1] == messages[1] and messages[0]["content"] == "You extract facts."  # the input is not changed
+
+
+def test_a_passages_signals_are_read_again_once_another_process_committed(kg_index, tmp_path):
+    from localrag.kg.builder import GraphBuilder  # the graph phase's own object, for its signals
+
+    folder = write_notes(tmp_path / "notes", {"wiki.md": LINKED["wiki.md"]})
+    index = kg_index(folder)
+    index.sync()
+    builder = GraphBuilder(index.store, index.embedder, index.settings)
+    passage = index.store.docs.passages_of("wiki.md")[0]
+    first = builder.signals(passage)
+    assert builder.signals(passage)[0] is first[0], "read once between the extraction and the write"
+    write_notes(folder, {"beta.md": LINKED["beta.md"]})
+    other = kg_index(folder)  # another connection, as a sync in another process
+    other.sync()
+    again = builder.signals(passage)
+    assert again[0] is not first[0] and again[0] == first[0], "read again; the same link to beta"
+    assert builder.signals(passage)[0] is again[0]

@@ -92,9 +92,11 @@ class GraphBuilder:
         self.timings = StepTimes()
         self._saved_at = time.perf_counter()
         self._requeued = 0  # writes refused this pass: the note was renamed or retitled meanwhile
-        # the names a pending passage's signals give, from extraction to its write: the write itself
-        # reads the signals again inside its transaction (a sync may have changed the notes meanwhile)
+        # the names a pending passage's signals give, from extraction to its write
         self._pending_names: dict[tuple[int, str, str, str], list[str]] = {}
+        # a pending passage's signals with the database's data_version they were read at: the write
+        # reuses them only if no other connection (a sync in another process) committed since
+        self._pending_signals: dict[tuple[int, str, str, str], tuple[int, list[Triple], list[str]]] = {}
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
             self._llm.sinks.append(self._log_call)
@@ -165,7 +167,12 @@ class GraphBuilder:
     def signals(self, p: Passage) -> tuple[list[Triple], list[str]]:
         """Link, embed, alias, tag and property facts and the title mention (kg/vault.py): no model,
         never wrong about the notes' own structure."""
+        key, version = (p.id, p.sha256, p.title, p.path), self.store.data_version()
+        read = self._pending_signals.get(key)
+        if read is not None and read[0] == version:
+            return read[1], read[2]
         found = passage_signals(self.store, p, frozenset(k.lower() for k in self.settings.index.skip_properties))
+        self._pending_signals[key] = (version, found.triples, found.mentions)
         return found.triples, found.mentions
 
     def write(self, p: Passage, ex: Extraction, vectors: dict[str, np.ndarray] | None = None) -> int | None:
@@ -346,6 +353,7 @@ class GraphBuilder:
                     written.append((p, ex, added))
         for p, _ in pending:
             self._pending_names.pop((p.id, p.sha256, p.title, p.path), None)
+            self._pending_signals.pop((p.id, p.sha256, p.title, p.path), None)
         coref = self.store.graph.coref.seconds - coref_before
         self.timings.add("coref", coref)
         self.timings.add("write", time.perf_counter() - started - coref)

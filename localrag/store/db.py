@@ -14,7 +14,7 @@ from localrag.store.connection import (APP_ID, StoreError, connect, driver, is_t
                                       transient_io_message)
 from localrag.store.documents import Documents
 from localrag.store.graph import Graph
-from localrag.store.health import HealthCheck, Session, summarise_problems
+from localrag.store.health import HealthCheck, IndexClaim, summarise_problems
 from localrag.store.lexical import LexicalIndex
 from localrag.store.memory import EdgeMemory
 from localrag.store.schema import MIGRATIONS
@@ -37,7 +37,7 @@ class Store:
         self._depth = 0
         self.before_commit: list = []  # callables run inside each outermost transaction, just before COMMIT
         file_backed = str(path) != ":memory:"
-        self.session: Session | None = Session(self.path) if file_backed and not readonly else None
+        self.session: IndexClaim | None = IndexClaim(self.path) if file_backed and not readonly else None
         try:
             self.conn = connect(path, readonly=readonly)
         except BaseException:
@@ -151,6 +151,10 @@ class Store:
     def get_meta(self, key: str, default: str = "") -> str:
         row = self.one("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0] if row else default
+
+    def data_version(self) -> int:
+        """Changes whenever another connection (another process) commits; this one's own commits leave it."""
+        return int(self.one("PRAGMA data_version")[0])
 
     def schema_version(self) -> int:
         row = self.one("SELECT MAX(version) FROM schema_migrations")

@@ -99,7 +99,9 @@ class Facts:
         wanted_entities = set(ids.values())
         self.s.executemany("INSERT OR IGNORE INTO mentions(entity, passage) VALUES(?,?)", [(e, passage_id) for e in wanted_entities])
         stale_facts = [f for (f,) in self.s.query("SELECT fact FROM fact_sources WHERE passage = ?", (passage_id,)) if f not in wanted_facts]
-        self.s.executemany("DELETE FROM fact_sources WHERE fact = ? AND passage = ?", [(f, passage_id) for f in stale_facts])
+        if stale_facts:  # none on a first extraction: an empty statement still costs its preparation
+            self.s.executemany("DELETE FROM fact_sources WHERE fact = ? AND passage = ?", [(f, passage_id) for f in stale_facts])
         stale_mentions = [e for (e,) in self.s.query("SELECT entity FROM mentions WHERE passage = ?", (passage_id,)) if e not in wanted_entities]
-        self.s.executemany("DELETE FROM mentions WHERE entity = ? AND passage = ?", [(e, passage_id) for e in stale_mentions])
+        if stale_mentions:
+            self.s.executemany("DELETE FROM mentions WHERE entity = ? AND passage = ?", [(e, passage_id) for e in stale_mentions])
         return PassageFacts(facts_added, len(wanted_facts), len(wanted_entities))
