@@ -120,7 +120,7 @@ def _write_state(db_path: Path, **changes: object) -> None:
         tmp.unlink(missing_ok=True)
 
 
-class Session:
+class IndexClaim:
     """This process's claim on an open index: its lock file exists exactly while it is open.
 
     Opening also looks at the other claims and the records of the last close, so the reason a
