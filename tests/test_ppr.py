@@ -8,7 +8,7 @@ from kg_helpers import TOWN_NOTES, write_notes
 
 from localrag.records import Triple
 from localrag.retrieve import Context, get_strategy
-from localrag.retrieve.ppr import SeedsStep, entity_graph, personalised_pagerank
+from localrag.retrieve.ppr import PPRSeedsStep, entity_graph, personalised_pagerank
 from localrag.trace import FallbackStep
 
 pytest_plugins = ["conftest_kg"]
@@ -40,7 +40,7 @@ def test_power_iteration_matches_networkx_pagerank(kg_index, tmp_path):
 def test_two_hop_over_a_link_reaches_the_linked_note(kg_index, tmp_path):
     index = built(kg_index, tmp_path)
     got = get_strategy("ppr").retrieve(ctx_for(index), "Which river flows through the town of the Kallendar Workshop?", 4)
-    seeds = next(s for s in got.trace.steps if isinstance(s, SeedsStep)).seeds
+    seeds = next(s for s in got.trace.steps if isinstance(s, PPRSeedsStep)).seeds
     assert any(s.name == "kallendar workshop" and s.via == "span" for s in seeds)
     top2 = {sp.passage.path for sp in got.passages[:2]}
     assert top2 == {"kallendar-workshop.md", "orlinsford.md"}

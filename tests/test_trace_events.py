@@ -12,7 +12,7 @@ from localrag.api import Assistant, memory_notes
 from localrag.records import Retrieval, Trace, observe_steps
 from localrag.retrieve import strategy_names
 from localrag.retrieve.neuropath import events as np_events
-from localrag.retrieve.ppr import Seed, SeedsStep as PprSeeds
+from localrag.retrieve.ppr import PPRSeedsStep as PprSeeds, Seed
 from localrag.trace import TraceEvent, UnknownStep, event_from_json, event_json
 from localrag.tui.pathtree import build_path_tree
 from localrag_bench.runner import completion_input, memory_figures, tracking_summary

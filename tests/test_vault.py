@@ -14,7 +14,7 @@ from localrag.ingest.chunker import chunk_text
 from localrag.ingest.frontmatter import parse_front_matter
 from localrag.ingest.markdown import inline_tags, note_links, split_wikilink
 from localrag.retrieve import get_strategy
-from localrag.retrieve.ppr import SeedsStep
+from localrag.retrieve.ppr import PPRSeedsStep
 from localrag.retrieve.filters import FilterError, parse_where, split_inline_filters
 
 pytest_plugins = ["conftest_kg"]
@@ -115,7 +115,7 @@ def test_aliases_are_certain_coreference(built):
 def test_a_question_through_an_alias_reaches_the_note(built):
     assistant = Assistant(built)
     got = assistant.retrieve("Who owns LF-7?", "ppr", 3)
-    seeds = next(s for s in got.trace.steps if isinstance(s, SeedsStep)).seeds
+    seeds = next(s for s in got.trace.steps if isinstance(s, PPRSeedsStep)).seeds
     assert "lf 7" in {s.name for s in seeds}
     assert got.passages[0].passage.path == "projects/lanternfish.md"
 

@@ -68,7 +68,7 @@ WEIGHTS = PriorWeights()
 
 
 @dataclass(frozen=True)
-class Candidate:
+class SpanCandidate:
     text: str
     kind: str  # "name" | "date" | "number" | "quoted" | "title" | "ngram"
     sentence: EvidenceSentence
@@ -132,7 +132,7 @@ def _near(plain: str, start: int, end: int, cue_words: set[str]) -> float:
     return 0.0 if best is None else 1.0 / (1.0 + best)
 
 
-def _head_fit(candidate: Candidate, head: str) -> float:
+def _head_fit(candidate: SpanCandidate, head: str) -> float:
     """0.5 when its sentence names the asked-for noun ("The spice … is cardamom"), up to 1 right beside it."""
     said = {w.lower() for w in _WORD.findall(candidate.sentence.plain)}
     if head not in said or head in _words(candidate.text):
@@ -145,8 +145,8 @@ def _word_before(plain: str, start: int) -> str:
     return before[-1].lower() if before else ""
 
 
-def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: int, best_score: float,
-          weights: PriorWeights = WEIGHTS, asks_nationality: bool = False, head: str = "") -> Candidate:
+def score(candidate: SpanCandidate, qtype: str, question_words: set[str], repeats: int, best_score: float,
+          weights: PriorWeights = WEIGHTS, asks_nationality: bool = False, head: str = "") -> SpanCandidate:
     words = _words(candidate.text)
     overlap = sum(1 for w in words if w in question_words) / max(1, len(words))
     # "died in Munich", "born in Manhattan": a place, whatever its ending
@@ -168,7 +168,7 @@ def score(candidate: Candidate, qtype: str, question_words: set[str], repeats: i
         "length": float(max(0, len(words) - 2)),
     }
     total = sum(getattr(weights, name) * value for name, value in features.items())
-    return Candidate(candidate.text, candidate.kind, candidate.sentence, candidate.position, candidate.start,
+    return SpanCandidate(candidate.text, candidate.kind, candidate.sentence, candidate.position, candidate.start,
                      candidate.end, features, total)
 
 
@@ -193,10 +193,10 @@ def ngram_spans(plain: str, max_n: int, stop: frozenset[str]) -> list[tuple[str,
 
 
 def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sentences: int, ngram_sentences: int,
-               max_ngram: int, ngram_stop: frozenset[str]) -> list[Candidate]:
+               max_ngram: int, ngram_stop: frozenset[str]) -> list[SpanCandidate]:
     """Every span of the best sentences that the question does not already say, first occurrence kept."""
     question_words = word_forms(question)
-    out: list[Candidate] = []
+    out: list[SpanCandidate] = []
     seen: set[str] = set()
 
     def add(text: str, kind: str, sentence: EvidenceSentence, position: int, start: int, end: int) -> None:
@@ -211,7 +211,7 @@ def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sent
         if key in seen:
             return
         seen.add(key)
-        out.append(Candidate(text, kind, sentence, position, start, end))
+        out.append(SpanCandidate(text, kind, sentence, position, start, end))
 
     for position, sentence in enumerate(evidence[:span_sentences]):
         quantities = [(m.start(), m.end()) for m in _QUANTITY.finditer(sentence.plain)]
@@ -227,8 +227,8 @@ def candidates(question: str, evidence: Sequence[EvidenceSentence], *, span_sent
     return out
 
 
-def rank(question: str, shape: Shape, found: Sequence[Candidate], evidence: Sequence[EvidenceSentence],
-         weights: PriorWeights = WEIGHTS) -> list[Candidate]:
+def rank(question: str, shape: Shape, found: Sequence[SpanCandidate], evidence: Sequence[EvidenceSentence],
+         weights: PriorWeights = WEIGHTS) -> list[SpanCandidate]:
     """``found`` scored and sorted best first (ties: earlier sentence, earlier in it)."""
     if not found:
         return []

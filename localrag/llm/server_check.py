@@ -14,7 +14,7 @@ from localrag.llm.openai_compat import OpenAICompatLLM
 
 
 @dataclass
-class Check:
+class ServerCheck:
     name: str
     ok: bool
     detail: str
@@ -26,20 +26,20 @@ def _key_note(env_name: str) -> str:
     return f"; no API key (${env_name} is not set)" if env_name else ""
 
 
-def check_server(settings: Settings) -> list[Check]:
-    """Never raises for a server problem: each failure is a Check with the reason."""
+def check_server(settings: Settings) -> list[ServerCheck]:
+    """Never raises for a server problem: each failure is a ServerCheck with the reason."""
     llm_settings = settings.llm
     try:
         llm = OpenAICompatLLM(llm_settings, model=llm_settings.url_model)
     except LLMError as exc:
-        return [Check("model server", False, str(exc))]
+        return [ServerCheck("model server", False, str(exc))]
     started = time.perf_counter()
     try:
         models = llm.list_models()
     except LLMError as exc:
-        return [Check("model server reachable", False, str(exc))]
+        return [ServerCheck("model server reachable", False, str(exc))]
     ms = (time.perf_counter() - started) * 1000
-    checks = [Check("model server reachable", True,
+    checks = [ServerCheck("model server reachable", True,
                     f"{llm.url.display}: {len(models)} model(s) listed in {ms:.0f} ms{_key_note(llm_settings.api_key_env)}")]
 
     wanted = [("model", llm_settings.url_model)]
@@ -54,7 +54,7 @@ def check_server(settings: Settings) -> list[Check]:
             ok = name in models
             detail = f"{name} is listed" if ok else \
                 f"{name} is not among the listed models ({', '.join(models[:5]) or 'none'})"
-        checks.append(Check(f"server {label} listed", ok, detail))
+        checks.append(ServerCheck(f"server {label} listed", ok, detail))
     if not models and not llm_settings.url_model:
         return checks
 
@@ -63,12 +63,12 @@ def check_server(settings: Settings) -> list[Check]:
         result = call_json(llm, probe_messages(), PROBE_SCHEMA, phase="doctor", max_tokens=64,
                            validate=probe_error, retries=1)
     except LLMError as exc:
-        checks.append(Check("server JSON mode", False, str(exc)))
+        checks.append(ServerCheck("server JSON mode", False, str(exc)))
         return checks
     ms = (time.perf_counter() - started) * 1000
     if result.ok:
         detail = f"schema-constrained reply parsed ({llm.response_format_form} form, {ms:.0f} ms): {result.data}"
     else:
         detail = f"no valid JSON after {len(result.replies)} tries: {'; '.join(result.errors)}"
-    checks.append(Check("server JSON mode", result.ok, detail))
+    checks.append(ServerCheck("server JSON mode", result.ok, detail))
     return checks

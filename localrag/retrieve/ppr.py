@@ -90,7 +90,7 @@ class GraphStep(TraceEvent, step="graph", strategy="ppr"):
 
 
 @dataclass(frozen=True)
-class SeedsStep(SeedsEvent, step="seeds", strategy="ppr"):
+class PPRSeedsStep(SeedsEvent, step="seeds", strategy="ppr"):
     seeds: tuple[Seed, ...] = ()
 
     def seed_names(self) -> tuple[str, ...]:
@@ -148,7 +148,7 @@ class PPR:
             eg = entity_graph(ctx.store)
             seeds = [s for s in query_seeds(ctx, query, qvec) if s.entity in eg.index] if not eg.empty else []
             trace.add(GraphStep(entities=len(eg.nodes), edges=eg.edge_count, version=eg.version, loaded=eg.how))
-            trace.add(SeedsStep(traced_seeds(seeds)))
+            trace.add(PPRSeedsStep(traced_seeds(seeds)))
             if not seeds:
                 trace.add(FallbackStep(reason="no query entity in the graph: dense order"))
                 return Retrieval(query, scored(ctx, pool[:k], "dense"), trace)

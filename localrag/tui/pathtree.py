@@ -17,7 +17,7 @@ from localrag.records import Trace
 from localrag.retrieve.neuropath.events import CandidatePath, MemoryAnswerStep, QueryEntitiesStep, RoundStep, SeedLink
 from localrag.retrieve.neuropath.events import SeedsStep as NeuroPathSeeds
 from localrag.retrieve.remind.events import PathsStep
-from localrag.retrieve.remind.events import SeedsStep as RemindSeeds
+from localrag.retrieve.remind.events import RemindSeedsStep as RemindSeeds
 from localrag.trace import MemoryEvent, TraceEvent, event_name, to_json_value
 
 MAX_LEAF_CHARS = 160

@@ -20,7 +20,7 @@ class NodeSeed:
 
 
 @dataclass(frozen=True)
-class SeedsStep(SeedsEvent, step="seeds", strategy=STRATEGY):
+class RemindSeedsStep(SeedsEvent, step="seeds", strategy=STRATEGY):
     seeds: tuple[NodeSeed, ...] = ()
 
     def seed_names(self) -> tuple[str, ...]:
@@ -114,7 +114,7 @@ class PathsStep(TraceEvent, step="paths", strategy=STRATEGY):
 
 
 @dataclass(frozen=True)
-class MemoryStep(MemoryEvent, step="memory", strategy=STRATEGY):
+class RemindMemoryStep(MemoryEvent, step="memory", strategy=STRATEGY):
     enhanced: int = 0
     penalised: int = 0
     penalty: str = ""

@@ -36,10 +36,10 @@ from localrag.config import Settings
 from localrag.memory.edges import Feedback, apply
 from localrag.retrieve.remind.calls import Budget, BudgetSpent, label
 from localrag.retrieve.remind.dfs import Expansion, expand, valid_steps
-from localrag.retrieve.remind.events import (ConfigStep, ExpansionStep, MemoryStep, NodeSeed, PathsStep, RankingStep,
-                                             RecalledEdge, SeedsStep, StopStep)
+from localrag.retrieve.remind.events import (ConfigStep, ExpansionStep, NodeSeed, PathsStep, RankingStep, RecalledEdge,
+                                             RemindMemoryStep, RemindSeedsStep, StopStep)
 from localrag.retrieve.remind.graph import ENTITY, PASSAGE, Node, RemindGraph, entity, passage
-from localrag.retrieve.remind.walk import Walk, WalkState
+from localrag.retrieve.remind.walk import RemindWalk, WalkState
 from localrag.llm.prompts_remind import render_chunks
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
@@ -89,7 +89,7 @@ class Remind:
             collected=[s.id for s in seeds if s.kind == PASSAGE] + expansion.passages,
             steps=list(expansion.steps), current=start,
         )
-        walk = Walk(graph, budget, query, cfg, trace, state)
+        walk = RemindWalk(graph, budget, query, cfg, trace, state)
         if self._trusted(ctx, expansion):
             # the question's route is remembered strongly (every recalled edge at or above
             # memory.skip_above, as NeuroPath skips tracking): no judge, no walk
@@ -117,16 +117,16 @@ class Remind:
         ents = ctx.store.graph.entities.nearest(graph.q, cfg.seeds)[0] if cfg.seeds > 0 else []
         pas = ctx.store.vectors.knn(graph.q, cfg.seed_passages) if cfg.seed_passages > 0 else []
         seeds = [entity(e) for e, _ in ents] + [passage(p) for p, _ in pas]
-        trace.add(SeedsStep(tuple(NodeSeed(graph.label(n), n.id, n.kind, round(s, 4)) for n, (_, s) in zip(seeds, ents + pas))))
+        trace.add(RemindSeedsStep(tuple(NodeSeed(graph.label(n), n.id, n.kind, round(s, 4)) for n, (_, s) in zip(seeds, ents + pas))))
         return seeds
 
-    def _replay(self, ctx: Context, query: str, qvec, graph: RemindGraph, walk: Walk, budget: Budget,
+    def _replay(self, ctx: Context, query: str, qvec, graph: RemindGraph, walk: RemindWalk, budget: Budget,
                 expansion: Expansion, trace: Trace) -> None:
         st, mem, cfg = walk.st, ctx.settings.memory, ctx.settings.remind
         steps = st.steps
         kept: list = []
         rejected: list = []
-        info: dict = {}  # MemoryStep's fields that say what the replay did
+        info: dict = {}  # RemindMemoryStep's fields that say what the replay did
         if st.recall_trusted:
             # nothing new was checked (no judge): reinforcing would let a memory confirm itself
             info["mode"] = "trusted recall: walk skipped, no update (no new evidence)"
@@ -155,8 +155,8 @@ class Remind:
                 info.update(mode="labelled", labelled_steps=tuple(labels.steps), labelled_passages=tuple(labels.passages),
                             valid=len(kept), invalid=len(rejected))
         result = apply(ctx.store, query, self.name, qvec, Feedback(kept=kept, rejected=list(dict.fromkeys(rejected))), mem)
-        trace.add(MemoryStep(recalled_edges=expansion.edges, enhanced=result.enhanced, penalised=result.penalised,
-                             penalty=mem.penalty, **info))
+        trace.add(RemindMemoryStep(recalled_edges=expansion.edges, enhanced=result.enhanced, penalised=result.penalised,
+                                   penalty=mem.penalty, **info))
 
     def _rank(self, ctx: Context, query: str, st: WalkState, expansion: Expansion, k: int, trace: Trace) -> Retrieval:
         cfg = ctx.settings.remind

@@ -47,7 +47,7 @@ class WalkState:
     summaries: dict[int, str] = field(default_factory=dict)
 
 
-class Walk:
+class RemindWalk:
     def __init__(self, graph: RemindGraph, budget: Budget, question: str, cfg: RemindSettings, trace: Trace,
                  state: WalkState):
         self.g, self.budget, self.q, self.cfg, self.trace, self.st = graph, budget, question, cfg, trace, state
