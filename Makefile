@@ -33,8 +33,10 @@ $(VENV)/.stamp-app: $(VENV)/.stamp-llama pyproject.toml
 	$(PIP) install -e .
 	touch $@
 
-$(VENV)/.stamp-test: $(VENV)/.stamp-app pyproject.toml
+# the benchmarks (bench/, their own distribution): the bench smoke tests run them
+$(VENV)/.stamp-test: $(VENV)/.stamp-app pyproject.toml bench/pyproject.toml
 	$(PIP) install -e ".[test]"
+	$(PIP) install -e ./bench
 	touch $@
 
 install: $(VENV)/.stamp-app

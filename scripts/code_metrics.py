@@ -1,6 +1,6 @@
 """Static structure figures of the source tree: the before/after numbers of a refactor.
 
-    python scripts/code_metrics.py [--root localrag] [--root localrag_bench] [--json]
+    python scripts/code_metrics.py [--root localrag] [--root bench/localrag_bench] [--json]
 
 Per package: modules and lines. Over the whole tree: import cycles between packages
 and between modules (module-level imports only, the ones that run at import time),
@@ -210,7 +210,7 @@ def main() -> None:
     parser.add_argument("--root", action="append", type=Path, help="package directory (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    roots = [r for r in (args.root or [Path("localrag"), Path("localrag_bench")]) if r.exists()]
+    roots = [r for r in (args.root or [Path("localrag"), Path("bench/localrag_bench")]) if r.exists()]
     metrics = measure(roots)
     if args.json:
         print(json.dumps(asdict(metrics), indent=1))

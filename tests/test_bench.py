@@ -220,7 +220,7 @@ def test_scale_cli_reuses_the_index_and_prints_figures(scale_run, embedder, tmp_
     assert "index reused" in saved["index_measured"]
 
 
-def test_bench_without_the_extra_says_how_to_install_it(monkeypatch, capsys):
+def test_bench_without_its_distribution_says_how_to_install_it(monkeypatch, capsys):
     import importlib.util
 
     from localrag.cli import main
@@ -231,4 +231,4 @@ def test_bench_without_the_extra_says_how_to_install_it(monkeypatch, capsys):
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert main(["bench", "--data", "x"]) != 0
     err = capsys.readouterr().err
-    assert "[bench] extra" in err and "pip install" in err and "Traceback" not in err
+    assert "localrag-bench" in err and "pip install -e ./bench" in err and "Traceback" not in err

@@ -1,4 +1,4 @@
-"""The sweeps and one-off measurements as `localrag bench` subcommands (localrag_bench/cli_tools.py): their
+"""The sweeps and one-off measurements as `localrag bench` subcommands (bench/localrag_bench/cli_tools.py): their
 parsers, their errors, and the fast ones run for real (rules extractor, recorded sweeps, a small index)."""
 
 from __future__ import annotations

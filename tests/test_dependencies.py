@@ -1,5 +1,5 @@
 """Declared dependencies match the imports: every third-party module that localrag/ (or
-localrag_bench/) imports comes from a distribution pyproject.toml declares for it (the core's
+bench/localrag_bench/) imports comes from a distribution its pyproject.toml declares for it (the core's
 optional engines, such as OCR, in their extra), and every declared distribution is imported somewhere."""
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN = {"localrag", "localrag_bench"}
+OWN_DISTRIBUTIONS = {"localrag", "localrag-bench"}
+PACKAGE_DIRS = {"localrag": ROOT / "localrag", "localrag_bench": ROOT / "bench" / "localrag_bench"}
 
 # installed by `make` itself, not by pip from the dependency list (they need CMAKE_ARGS / --no-deps)
 INSTALLED_BY_MAKEFILE = {
@@ -38,7 +40,7 @@ NOT_INSTALLED_HERE = {"sqlean-py": "sqlean"}
 def imported_modules(package: str) -> dict[str, str]:
     """Top-level module -> a file importing it, for every absolute import in the package (function-local too)."""
     found: dict[str, str] = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
+    for path in sorted(PACKAGE_DIRS[package].rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -51,11 +53,15 @@ def imported_modules(package: str) -> dict[str, str]:
     return {m: p for m, p in found.items() if m not in sys.stdlib_module_names and m not in OWN and m != "__future__"}
 
 
-def declared(group: str | None = None) -> dict[str, Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+def declared(group: str | None = None, pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Requirement]:
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     specs = project["dependencies"] if group is None else project["optional-dependencies"][group]
     reqs = [Requirement(s) for s in specs]
-    return {canonicalize_name(r.name): r for r in reqs}
+    return {canonicalize_name(r.name): r for r in reqs if canonicalize_name(r.name) not in OWN_DISTRIBUTIONS}
+
+
+def bench_declared() -> dict[str, Requirement]:
+    return declared(pyproject=ROOT / "bench" / "pyproject.toml")
 
 
 @functools.cache
@@ -86,15 +92,15 @@ def test_every_import_of_the_core_is_declared():
     assert _undeclared(imported_modules("localrag"), _core_declared()) == []
 
 
-def test_every_import_of_the_benchmarks_is_declared_in_the_core_or_the_bench_extra():
-    assert _undeclared(imported_modules("localrag_bench"), set(declared()) | set(declared("bench"))) == []
+def test_every_import_of_the_benchmarks_is_declared_in_the_core_or_the_bench_distribution():
+    assert _undeclared(imported_modules("localrag_bench"), set(declared()) | set(bench_declared())) == []
 
 
 def test_every_declared_dependency_is_imported():
     modules = set(imported_modules("localrag")) | set(imported_modules("localrag_bench")) | set(IMPORTED_BY_NAME)
     provided = {d for m in modules for d in providers(m)}
     provided |= {d for d, m in NOT_INSTALLED_HERE.items() if m in modules}
-    wanted = _core_declared() | set(declared("bench"))
+    wanted = _core_declared() | set(bench_declared())
     assert sorted(wanted - provided) == []
 
 

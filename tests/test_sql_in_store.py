@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("localrag", "localrag_bench", "scripts")
+PACKAGES = ("localrag", "bench/localrag_bench", "scripts")
 STORE = ROOT / "localrag" / "store"
 SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|WITH|BEGIN|COMMIT|ROLLBACK|VACUUM)\b",
                  re.IGNORECASE)

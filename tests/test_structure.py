@@ -22,7 +22,7 @@ def _metrics_module():
 
 def _measure():
     metrics = _metrics_module()
-    return metrics.measure([ROOT / "localrag", ROOT / "localrag_bench"])
+    return metrics.measure([ROOT / "localrag", ROOT / "bench" / "localrag_bench"])
 
 
 def test_no_import_cycles_between_packages_or_modules():

@@ -1,6 +1,6 @@
-"""`localrag bench`: the benchmarks live outside the core, in the top-level `localrag_bench`
-package; its plotting dependency (matplotlib) comes with the `[bench]` extra. Without the
-extra, `localrag bench` says how to install it."""
+"""`localrag bench`: the benchmarks live outside the core, in the `localrag-bench` distribution
+(bench/, package localrag_bench, with matplotlib for its plots). Without it, `localrag bench`
+says how to install it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import importlib.util
 
 from localrag.commands.common import UserError
 
-INSTALL_HINT = "benchmarks need the [bench] extra: pip install -e '.[bench]' (make test installs it)"
+INSTALL_HINT = "benchmarks are the localrag-bench distribution: pip install -e ./bench (make test installs it)"
 
 
 def bench_installed() -> bool:
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         register_bench(sub, common)
         return
     # "+" prefixes: whatever options follow are taken as words, so any bench command line gets the hint
-    p = sub.add_parser("bench", help="benchmarks (needs the [bench] extra)", description=INSTALL_HINT,
+    p = sub.add_parser("bench", help="benchmarks (needs localrag-bench: pip install -e ./bench)", description=INSTALL_HINT,
                        prefix_chars="+", add_help=False)
     p.add_argument("arguments", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(func=_not_installed)

@@ -7,7 +7,7 @@ import re
 
 # a full stop after these does not end a sentence ("St. Maurice", "e.g. this")
 ABBREVIATIONS = frozenset("st mr mrs ms dr jr sr mt no vs ca c prof gen col lt sgt rev fr inc ltd co corp u.s e.g i.e etc".split())
-# the gap after a sentence's end mark: chunks and bench passages are cut at it (ingest/chunker.py, localrag_bench/loogle.py)
+# the gap after a sentence's end mark: chunks and bench passages are cut at it (ingest/chunker.py, bench/localrag_bench/loogle.py)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # the same gap captured, so a split keeps the gaps at odd indexes (answer.collapse_repetition)
 SENTENCE_GAP = re.compile(r"((?<=[.!?])\s+)")

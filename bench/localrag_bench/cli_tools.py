@@ -12,7 +12,7 @@ from typing import Callable
 # the variants of localrag_bench.extraction.VARIANTS (not imported here: it loads the extractor); a test checks it
 EXTRACTION_VARIANTS = ("llm free", "llm + grounding", "llm + spans grammar", "rules", "llm+rules (spans)")
 # the data sets folder beside the repository (../shared/data from the repository root)
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"  # bench/localrag_bench/ -> the repository -> beside it
 
 
 def command(module: str, function: str) -> Callable[[argparse.Namespace], int]:

@@ -75,7 +75,7 @@ class QuestionRecord:
     first_token_ms: float | None = None
     free_first_token_ms: float | None = None
     free_answer_ms: float = 0.0
-    # the notes suite (localrag_bench/notes_suite.py): the question's kind and where its gold answer shows
+    # the notes suite (bench/localrag_bench/notes_suite.py): the question's kind and where its gold answer shows
     kind: str = ""  # fact / howto / two-notes / unanswerable ("" for the QA sets)
     evidence_hit1: bool | None = None  # a gold answer inside the first shown evidence sentence (None: no gold)
     evidence_hit3: bool | None = None  # ... inside one of the first three

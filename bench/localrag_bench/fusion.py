@@ -74,7 +74,7 @@ def sweep(data: str, ids: str | None, constants: list[int], work: Path | None = 
 
 
 def run(args: argparse.Namespace) -> int:
-    """`localrag bench fusion` (options in localrag_bench/cli_tools.py)."""
+    """`localrag bench fusion` (options in bench/localrag_bench/cli_tools.py)."""
     if args.graph:
         return graph_main(args)
     if not args.data:

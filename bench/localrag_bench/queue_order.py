@@ -65,7 +65,7 @@ def run_order(work: Path, model: Path, questions: list[str], k: int, extract: in
 
 
 def run(args: argparse.Namespace) -> int:
-    """`localrag bench queue-order` (options in localrag_bench/cli_tools.py)."""
+    """`localrag bench queue-order` (options in bench/localrag_bench/cli_tools.py)."""
     lines = [json.loads(x) for x in args.questions.read_text().splitlines() if x.strip()]
     questions = [x.get("question") or x.get("text") for x in lines][: args.ask]
     results = [run_order(args.work, args.model, questions, args.k, args.extract, on) for on in (False, True)]

@@ -33,7 +33,7 @@ class SuiteCorpus:
     name: str  # its question set is bench_data/<questions or name>/
     notes: str  # its notes folder, relative to the data root
     shape: str  # what kind of folder it stands for
-    # a multilingual layout of the tldr-pages folder (localrag_bench/multilingual.py): its notes are that
+    # a multilingual layout of the tldr-pages folder (bench/localrag_bench/multilingual.py): its notes are that
     # layout's, its questions are read as one set per language; "" = every note, one question set
     layout: str = ""
     questions: str = ""  # the question set's folder name when it is not the corpus name

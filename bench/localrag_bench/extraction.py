@@ -194,7 +194,7 @@ def kv_check(passages: list[GoldPassage], model: str, threads: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`localrag bench extraction` (options in localrag_bench/cli_tools.py)."""
+    """`localrag bench extraction` (options in bench/localrag_bench/cli_tools.py)."""
     passages = gold_passages(args.per_set, data=Path(args.data))
     if args.kv_check:
         print(kv_check(passages[: args.kv_check], args.model, args.threads))

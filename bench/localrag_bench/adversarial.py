@@ -112,7 +112,7 @@ def table(result: AdversarialResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`localrag bench adversarial` (options in localrag_bench/cli_tools.py)."""
+    """`localrag bench adversarial` (options in bench/localrag_bench/cli_tools.py)."""
     cases = [links_case(n) for n in _sizes(args.links)] + [names_case(n) for n in _sizes(args.names)]
     work = args.work or Path(tempfile.mkdtemp(prefix="localrag-adversarial-"))
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))

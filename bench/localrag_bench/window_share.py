@@ -47,6 +47,6 @@ def measure(root: Path) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`localrag bench window-share` (options in localrag_bench/cli_tools.py)."""
+    """`localrag bench window-share` (options in bench/localrag_bench/cli_tools.py)."""
     print(json.dumps(measure(args.folder), indent=1))
     return 0

@@ -1,6 +1,6 @@
 """What the `localrag bench` commands run: load the data, run the benchmark, print and write the result.
 
-The parsers are in localrag_bench/cli.py (built on every `localrag` start); this module loads the
+The parsers are in bench/localrag_bench/cli.py (built on every `localrag` start); this module loads the
 pipeline, so cli.py imports it only when a bench command runs.
 """
 

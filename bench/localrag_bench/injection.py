@@ -216,7 +216,7 @@ def table(result: InjectionResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`localrag bench injection` (options in localrag_bench/cli_tools.py)."""
+    """`localrag bench injection` (options in bench/localrag_bench/cli_tools.py)."""
     # loaded on use: the pipeline (numpy, SQLite, the embedder, llama.cpp)
     from localrag.api import Assistant, Index
     from localrag.config import load_settings

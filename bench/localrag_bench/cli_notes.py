@@ -1,4 +1,4 @@
-"""The parser of `localrag bench notes` (what it runs: localrag_bench/notes_command.py)."""
+"""The parser of `localrag bench notes` (what it runs: bench/localrag_bench/notes_command.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`bench scale --graph`: the graph phase and graph retrieval on a generated vault of N passages.
 
-The corpus (localrag_bench/graph_corpus.py) has the entity structure of real notes. Steps, each
+The corpus (bench/localrag_bench/graph_corpus.py) has the entity structure of real notes. Steps, each
 timed in wall and CPU seconds (the machine may be shared: both are reported, with the
 load average):
 
@@ -12,7 +12,7 @@ load average):
    phase: how many passages were extracted again);
 4. query latency p50/p95, warm: ``ppr``, any strategy named in GRAPH_STRATEGIES that is
    registered (the no-LLM ``graph`` fusion when it exists), and NeuroPath with an instant
-   scripted model (localrag_bench/instant_llm.py: what is left is NeuroPath's own work: seeds,
+   scripted model (bench/localrag_bench/instant_llm.py: what is left is NeuroPath's own work: seeds,
    path pruning, completion);
 5. a cold ``localrag ask --no-answer --strategy ppr`` in a new process.
 """

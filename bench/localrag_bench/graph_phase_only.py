@@ -18,7 +18,7 @@ from localrag_bench.workdir import copy_index, rss_mb
 
 
 def run(args: argparse.Namespace) -> int:
-    """`localrag bench graph-phase` (options in localrag_bench/cli_tools.py)."""
+    """`localrag bench graph-phase` (options in bench/localrag_bench/cli_tools.py)."""
     db = copy_index(args.base, args.work / "graph-only.db")
     (args.work / "notes").mkdir(parents=True, exist_ok=True)
     index = rules_index(args.work, db)

@@ -1,6 +1,6 @@
 """`localrag bench followup`: two-turn MuSiQue conversations (turn 2 alone / in conversation / oracle), and
 with --session the long-session check (a set's questions one after another in one conversation).
-The parser is in localrag_bench/cli.py."""
+The parser is in bench/localrag_bench/cli.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 and the sweeps and one-off measurements (`bench extraction`, `bench fusion`, `bench graph-phase`, `bench adversarial`,
 `bench injection`,
 `bench queue-order`, `bench window-share`, in cli_tools.py). Only the parsers are here: they are built on every
-`localrag` start, so what a command runs (localrag_bench/commands.py and the modules it names) is imported when the
+`localrag` start, so what a command runs (bench/localrag_bench/commands.py and the modules it names) is imported when the
 command runs."""
 
 from __future__ import annotations
