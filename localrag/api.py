@@ -15,7 +15,7 @@ from localrag.answer import EMPTY_ANSWER, Answer
 from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_event
 from localrag.answer.compare import has_body
 from localrag.answer.flow import Composed, compose
-from localrag.question import COMPOSED_FIELDS, AnswerRequest, Asked, Outcome, StrategyChoice
+from localrag.question import AnswerRequest, Asked, Outcome, StrategyChoice
 from localrag.config import Settings
 from localrag.embed import Embedder, default_embedder
 from localrag.embedders import embedder_for, is_default
@@ -403,18 +403,13 @@ class Assistant:
 
     def _answer_record(self, asked: Asked, outcome: Outcome, total_ms: float) -> Answer:
         composed, retrieval = outcome.composed, outcome.retrieval
-        result = Answer(asked.question, composed.text if composed else "", composed.citations if composed else [],
-                        retrieval, asked.strategy, asked.calls, outcome.retrieve_ms,
-                        composed.answer_ms if composed else 0.0, asked.query_id,
-                        notes=memory_notes(retrieval.trace) + (composed.notes if composed else []),
-                        resolved_query=outcome.query, strategy_reason=asked.choice.reason,
-                        evidence_shown=self.settings.answer.evidence_shown, total_ms=total_ms, events=asked.events)
-        if composed is not None:
-            for key in COMPOSED_FIELDS:
-                setattr(result, key, getattr(composed, key))
-            result.choices = len(composed.choices) if composed.choices else 0
-            result.choice_texts = composed.choices.texts if composed.choices else ()
-        return result
+        return Answer(asked.question, composed.text if composed else "", composed.citations if composed else [],
+                      retrieval, asked.strategy, asked.calls, outcome.retrieve_ms,
+                      composed.answer_ms if composed else 0.0, asked.query_id,
+                      notes=memory_notes(retrieval.trace) + (composed.notes if composed else []),
+                      resolved_query=outcome.query, strategy_reason=asked.choice.reason,
+                      evidence_shown=self.settings.answer.evidence_shown, total_ms=total_ms, events=asked.events,
+                      composed=composed)
 
     def _forget(self, qid: int | None) -> None:
         """Undo the memory writes of a question whose answer failed or came back empty."""

@@ -22,10 +22,6 @@ class StrategyChoice:
     strategy: str
     reason: str
 
-# what an Answer takes over from the composed answer as it is
-COMPOSED_FIELDS = ("evidence", "shape", "mode", "span", "span_sentence", "abstained", "abstain_reason",
-                    "unsupported", "evidence_ms", "first_token_ms", "decided", "picked_by", "overridden")
-
 
 @dataclass(frozen=True)
 class AnswerRequest:

@@ -19,6 +19,7 @@ from localrag.text.words import attribution_words
 
 if TYPE_CHECKING:
     from localrag.answer.events import AskEvent
+    from localrag.answer.flow import Composed
     from localrag.answer.evidence import EvidenceSentence
     from localrag.answer.shape import Shape
 
@@ -56,24 +57,72 @@ class Answer:
     resolved_query: str = ""  # what retrieval searched for when a conversation resolved a follow-up
     session: str = ""  # the conversation this turn belongs to ("" for a single question)
     strategy_reason: str = ""  # why this strategy ran (Assistant.resolve: `auto`'s rule, or asked for)
-    evidence: list["EvidenceSentence"] = field(default_factory=list)  # best first
     evidence_shown: int = 3
-    shape: "Shape | None" = None
-    mode: str = ""  # "short" (constrained span) | "open" | "free" | "" (no answer asked)
-    span: str = ""  # the short answer as the grammar admitted it
-    span_sentence: "EvidenceSentence | None" = None  # the evidence sentence it came from
-    abstained: bool = False
-    abstain_reason: str = ""
-    choices: int = 0  # how many spans the grammar admitted
-    choice_texts: tuple[str, ...] = ()  # the spans themselves, best first (the bench draws its random baseline from them)
-    decided: str = ""  # a comparison the notes' dates decided without the model: how ("X 1937 vs Y 1941")
-    picked_by: str = ""  # a short answer's: "dates" | "ranking" (no model call) | "model"
-    overridden: str = ""  # the model's reply, replaced because it followed an instruction found in the notes
-    unsupported: list[str] = field(default_factory=list)  # open-answer sentences without a valid citation
-    evidence_ms: float | None = None  # since the question was asked
-    first_token_ms: float | None = None
     total_ms: float = 0.0
     events: list["AskEvent"] = field(default_factory=list)
+    # what the answer step made (evidence, shape, span, abstention ...); None: retrieval only, no answer asked
+    composed: "Composed | None" = None
+
+    # the composed answer's parts, read through (flow.Composed says what each is)
+    @property
+    def evidence(self) -> list["EvidenceSentence"]:  # best first
+        return self.composed.evidence if self.composed else []
+
+    @property
+    def shape(self) -> "Shape | None":
+        return self.composed.shape if self.composed else None
+
+    @property
+    def mode(self) -> str:  # "short" (constrained span) | "open" | "free" | "" (no answer asked)
+        return self.composed.mode if self.composed else ""
+
+    @property
+    def span(self) -> str:
+        return self.composed.span if self.composed else ""
+
+    @property
+    def span_sentence(self) -> "EvidenceSentence | None":
+        return self.composed.span_sentence if self.composed else None
+
+    @property
+    def abstained(self) -> bool:
+        return self.composed.abstained if self.composed else False
+
+    @property
+    def abstain_reason(self) -> str:
+        return self.composed.abstain_reason if self.composed else ""
+
+    @property
+    def choices(self) -> int:  # how many spans the grammar admitted
+        return len(self.composed.choices) if self.composed and self.composed.choices else 0
+
+    @property
+    def choice_texts(self) -> tuple[str, ...]:  # best first (the bench draws its random baseline from them)
+        return self.composed.choices.texts if self.composed and self.composed.choices else ()
+
+    @property
+    def decided(self) -> str:
+        return self.composed.decided if self.composed else ""
+
+    @property
+    def picked_by(self) -> str:
+        return self.composed.picked_by if self.composed else ""
+
+    @property
+    def overridden(self) -> str:
+        return self.composed.overridden if self.composed else ""
+
+    @property
+    def unsupported(self) -> list[str]:
+        return self.composed.unsupported if self.composed else []
+
+    @property
+    def evidence_ms(self) -> float | None:  # since the question was asked
+        return self.composed.evidence_ms if self.composed else None
+
+    @property
+    def first_token_ms(self) -> float | None:
+        return self.composed.first_token_ms if self.composed else None
 
     @property
     def shown_evidence(self) -> list["EvidenceSentence"]:
