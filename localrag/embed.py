@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -22,6 +23,29 @@ from localrag.errors import LocalragError
 
 class EmbedderError(LocalragError, RuntimeError):
     """The embedding model cannot be loaded."""
+
+
+@dataclass(frozen=True)
+class SimilarityScale:
+    """A cosine of this embedder put on MiniLM's scale: ``offset + slope * (cosine - center)``.
+
+    The answer layer's constants (abstention below 0.35, the bonuses added to a sentence's
+    cosine) were chosen on MiniLM, where unrelated text scores about 0.06 and the best gold
+    sentence about 0.76; an embedder whose cosines crowd together (multilingual-e5: 0.81 and
+    0.90) gets the map that sends those two means to MiniLM's. Ranking by cosine alone is unchanged."""
+
+    center: float
+    slope: float
+    offset: float
+
+    def apply(self, cosines: np.ndarray) -> np.ndarray:
+        return self.offset + self.slope * (cosines - self.center)
+
+
+def comparable_similarity(embedder: "Embedder", cosines: np.ndarray) -> np.ndarray:
+    """``cosines`` of ``embedder`` on MiniLM's scale (as they are for an embedder without a scale)."""
+    scale: SimilarityScale | None = getattr(embedder, "similarity_scale", None)
+    return cosines if scale is None else scale.apply(cosines)
 
 
 class Embedder(Protocol):

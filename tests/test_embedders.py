@@ -57,6 +57,22 @@ def _settings(folder: Path, db: Path, **overrides):
     return load_settings(folder, {"db": str(db), **overrides}, env={})
 
 
+def test_e5_similarities_are_put_on_minilms_scale_for_the_answer_rules(e5, embedder):
+    from localrag.answer.evidence import rank_evidence
+    from localrag.config import AnswerSettings
+    from localrag.embed import comparable_similarity
+    from localrag.records import Passage
+
+    raw = np.array([0.805, 0.899])
+    assert np.allclose(comparable_similarity(e5, raw), [0.060, 0.761])
+    assert comparable_similarity(embedder, raw) is raw, "MiniLM's cosines are the scale itself"
+    text = "Extract a gzipped archive into a folder: tar xzf archive.tar.gz -C folder\n\nThe harbour wall was rebuilt in granite."
+    passage = Passage(1, 1, "tar.md", "tar", 0, "", text, "x", 1, 3)
+    ranked = rank_evidence(e5, "Wie entpacke ich ein .tar.gz-Archiv in einen Ordner?", [passage])
+    below = AnswerSettings().abstain_below
+    assert ranked[0].text.startswith("Extract") and ranked[0].similarity > below > ranked[-1].similarity
+
+
 def test_an_index_records_its_embedder_and_refuses_another_ones_vectors(tmp_path, embedder):
     folder, db = write_notes(tmp_path / "notes", NOTES), tmp_path / "index.db"
     with_minilm = Index(_settings(folder, db), embedder)

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 from markdown_it import MarkdownIt
 
-from localrag.embed import Embedder
+from localrag.embed import Embedder, comparable_similarity
 from localrag.records import Passage, Retrieval
 from localrag.retrieve.neuropath.events import CompletionStep, RoundStep
 from localrag.retrieve.remind.events import PathsStep
@@ -292,6 +292,7 @@ def rank_evidence(embedder: Embedder, question: str, passages: Sequence[Passage]
     scores = vectors @ embedder.encode_one(question)
     if facts.strip():
         scores = (1 - facts_weight) * scores + facts_weight * (vectors @ embedder.encode_one(facts))
+    scores = comparable_similarity(embedder, scores)
     out = [EvidenceSentence(u.text[:MAX_UNIT_CHARS], plain, p, rank, p.start_line + u.line_offset, u.kind, float(s),
                             float(s))
            for (u, p, rank, plain), s in zip(found, np.asarray(scores, dtype=np.float64))]
