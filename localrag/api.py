@@ -36,13 +36,12 @@ from localrag.llm.model_info import ModelSize, format_params, is_served, model_s
 from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Passage, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
-from localrag.retrieve.neuropath.events import MemoryAnswerStep
 from localrag.store import EmbedderMismatch, Store
 from localrag.store.connection import StoreError, database_error_message, is_unexplained
 from localrag.store.health import HealthCheck
 from localrag.store.lock import writer_lock
 from localrag.store.vault import PassageFilter, link_key
-from localrag.trace import FeedbackStep, MemoryEvent, TraceEvent
+from localrag.trace import FeedbackStep, TraceEvent
 
 if TYPE_CHECKING:
     from localrag.conversation import Conversation
@@ -361,7 +360,7 @@ class Assistant:
     def _step_sink(self, asked: Asked) -> Callable[[str, TraceEvent], None]:
         """Each trace step of the strategy, as an event on the question's sink."""
         def on_step(strategy_name: str, event: TraceEvent) -> None:
-            asked.emit(from_trace_event(event, asked.elapsed_ms() / 1000, self.settings.neuropath.max_hop))
+            asked.emit(from_trace_event(event, asked.elapsed_ms() / 1000, self.settings))
 
         return on_step
 
@@ -437,20 +436,5 @@ class Assistant:
 
 
 def memory_notes(trace: Trace) -> list[str]:
-    """'recalled 3 edges, skipped 1 round, ~1,240 tokens saved' from a trace's memory step."""
-    notes = []
-    for step in trace.steps:
-        if not isinstance(step, MemoryEvent):
-            continue
-        parts = [f"recalled {step.recalled_edges} edges"]
-        skipped, saved = step.savings()
-        if skipped:
-            parts.append(f"skipped {skipped} round{'s' if skipped != 1 else ''}")
-        if saved:
-            parts.append(f"~{saved:,} tokens saved")
-        enhanced, penalised = step.learned()
-        notes.append("memory: " + ", ".join(parts) + f"; learned: +{enhanced} / −{penalised} edges")
-    for step in trace.steps:
-        if isinstance(step, MemoryAnswerStep) and step.enhanced:
-            notes.append(f"memory: learned from the answer's citations: +{step.enhanced} edges")
-    return notes
+    """'recalled 3 edges, skipped 1 round, ~1,240 tokens saved' from a trace's memory step, and what the answer taught."""
+    return [note for step in trace.steps for note in step.notes()]

@@ -2,8 +2,11 @@
 
 A strategy declares its events next to its code (``retrieve/neuropath/events.py``,
 ``retrieve/remind/events.py``, the simple strategies in their own modules) by subclassing
-``TraceEvent`` with the ``step`` name and the strategy it belongs to; the readers (TUI path
-tree, ``ask --trace``, memory notes, the bench) match on the types. ``event_json`` is the
+``TraceEvent`` with the ``step`` name and the strategy it belongs to. A step shows itself
+through the methods of ``TraceEvent`` (its progress line, its node of the reasoning-path
+tree, the path facts and notes the answer reads: localrag/trace_views.py has their plain
+types), which a strategy's events override; the readers (TUI path tree, the progress events,
+the answer, memory notes) call those and never import a strategy's events. ``event_json`` is the
 only serialiser and ``event_from_json`` the only parser (docs/trace.md "Trace JSON"):
 ``{"step": <name>, <field>: <value>, ...}``, nested records as objects, tuples as lists.
 A step the parser does not know (a newer localrag, a third-party strategy) comes back as an
@@ -16,7 +19,12 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from localrag.trace_views import StepProgress, TreeNode, TreePlace, plural, short, shown
+
+if TYPE_CHECKING:
+    from localrag.config import Settings
 
 _JSON_NAME = "json_name"  # field metadata: the key in JSON when the field's name cannot be it ("continue")
 _OMIT = "omit"  # field metadata: leave the key out when the value is None ("none") or empty ("empty")
@@ -47,6 +55,9 @@ class TraceEvent:
     """One step of a strategy's trace. Subclasses say ``step`` and the ``strategy`` that emits them."""
 
     step: ClassVar[str] = "step"
+    # its part of the reasoning path the TUI draws: "hop" (one round: counted, numbered), "path" (the
+    # path walked), "" (neither; a trace without either shows "No reasoning path")
+    path_part: ClassVar[str] = ""
 
     def __init_subclass__(cls, step: str = "", strategy: str = ANY_STRATEGY, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -57,6 +68,29 @@ class TraceEvent:
     def fields(self) -> dict[str, Any]:
         """The event's data as JSON values, in declaration order (what a generic view shows)."""
         return _record_json(self)
+
+    def progress(self, settings: "Settings") -> StepProgress:
+        """The step's progress line while the question runs; by default its name."""
+        name = event_name(self)
+        return StepProgress("step", name, {"name": name})
+
+    def path_facts(self) -> tuple[str, ...]:
+        """The reasoning chain and path facts the step found, which the answer's evidence ranking reads."""
+        return ()
+
+    def notes(self) -> tuple[str, ...]:
+        """Lines the answer shows about this step (what memory recalled and learned)."""
+        return ()
+
+    def tree_node(self, place: TreePlace) -> TreeNode:
+        """The step's node in a trace with a reasoning path; by default its ``plain_node``."""
+        return self.plain_node()
+
+    def plain_node(self) -> TreeNode:
+        """The step on one line, its name and fields (how a trace without a reasoning path shows it)."""
+        data = {k: v for k, v in self.fields().items() if shown(v)}
+        name = event_name(self)
+        return TreeNode(f"{name}: {short(data)}" if data else name)
 
 
 @dataclass(frozen=True)
@@ -179,6 +213,24 @@ class MemoryEvent(TraceEvent, step="memory"):
         """(edges enhanced, edges penalised) by this question."""
         return 0, 0
 
+    def notes(self) -> tuple[str, ...]:
+        """'memory: recalled 3 edges, skipped 1 round, ~1,240 tokens saved; learned: +2 / −0 edges'."""
+        parts = [f"recalled {self.recalled_edges} edges"]
+        skipped, saved = self.savings()
+        if skipped:
+            parts.append(f"skipped {plural(skipped, 'round')}")
+        if saved:
+            parts.append(f"~{saved:,} tokens saved")
+        enhanced, penalised = self.learned()
+        return ("memory: " + ", ".join(parts) + f"; learned: +{enhanced} / −{penalised} edges",)
+
+    def tree_node(self, place: TreePlace) -> TreeNode:
+        node = TreeNode(f"Memory: recalled {plural(self.recalled_edges, 'edge')}", style="magenta")
+        for key, value in self.fields().items():
+            if key != "recalled_edges" and shown(value):
+                node.add(f"{key}: {short(value)}")
+        return node
+
 
 @dataclass(frozen=True)
 class SeedsEvent(TraceEvent):
@@ -186,3 +238,7 @@ class SeedsEvent(TraceEvent):
 
     def seed_names(self) -> tuple[str, ...]:
         return ()
+
+    def progress(self, settings: "Settings") -> StepProgress:
+        names = self.seed_names()
+        return StepProgress("seeds", f"{plural(len(names), 'seed')}: " + ", ".join(names[:5]), {"names": names})

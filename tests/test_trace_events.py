@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from localrag.answer.events import Seeds, StrategyStep, TrackingRound, from_trace_event
+from localrag.answer.events import StrategyStep, from_trace_event
 from localrag.answer.evidence import path_facts
 from localrag.api import Assistant, memory_notes
+from localrag.config import Settings
 from localrag.records import Retrieval, Trace, observe_steps
 from localrag.retrieve import strategy_names
 from localrag.retrieve.neuropath import events as np_events
@@ -80,12 +81,16 @@ def test_progress_events_come_from_the_typed_steps_as_they_happen(graph_index):
     with observe_steps(lambda strategy, event: heard.append((strategy, event))):
         r = Assistant(graph_index, llm=scripted_two_rounds()).retrieve(NP_QUESTION, "neuropath", 5)
     assert [e for _, e in heard] == r.trace.steps and {s for s, _ in heard} == {"neuropath"}
-    progress = [from_trace_event(e, 0.0, max_hop=2) for e in r.trace.steps]
-    rounds = [p for p in progress if isinstance(p, TrackingRound)]
-    assert [(p.round, p.of, p.kept) for p in rounds] == [(1, 2, 1), (2, 2, 1)]
-    assert next(p for p in progress if isinstance(p, Seeds)).names == ("mira okafor",)
+    settings = Settings()
+    settings.neuropath.max_hop = 2
+    progress = [from_trace_event(e, 0.0, settings).to_json() for e in r.trace.steps]
+    rounds = [p for p in progress if p["event"] == "tracking_round"]
+    assert [(p["round"], p["of"], p["kept"]) for p in rounds] == [(1, 2, 1), (2, 2, 1)]
+    assert next(p for p in progress if p["event"] == "seeds")["names"] == ("mira okafor",)
     ppr_seeds = PprSeeds((Seed(7, "vessby", 1.0, "span"),))
-    assert from_trace_event(ppr_seeds, 0.0, 2).label() == "1 seed: vessby"
+    assert from_trace_event(ppr_seeds, 0.0, settings).label() == "1 seed: vessby"
+    round_one = next(e for e in r.trace.steps if e.step == "round")
+    assert from_trace_event(round_one, 0.0, settings).label() == "tracking round 1 of 2: 1 path kept"
 
 
 def test_the_stored_shape_is_the_documented_one():
@@ -122,8 +127,9 @@ def test_readers_do_not_fail_on_an_unknown_or_malformed_step():
     assert trace.to_json()["steps"][0] == stored["steps"][0]
     tree = "\n".join(build_path_tree(trace).lines())
     assert "quantum_leap: hops=1, 2, why=a newer localrag" in tree
-    progress = from_trace_event(unknown, 0.1, 2)
+    progress = from_trace_event(unknown, 0.1, Settings())
     assert isinstance(progress, StrategyStep) and progress.label() == "quantum_leap"
+    assert progress.to_json() == {"event": "step", "elapsed_s": 0.1, "name": "quantum_leap"}
     assert memory_notes(trace) == ["memory: recalled 1 edges; learned: +2 / −0 edges"]
     assert path_facts(Retrieval("q", [], trace)) == ""
     assert tracking_summary(trace) == {}

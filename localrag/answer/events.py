@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
-from localrag.retrieve.neuropath.events import CompletionStep, QueryEntitiesStep, RoundStep
-from localrag.trace import SeedsEvent, TraceEvent, event_name
+from localrag.config import Settings
+from localrag.trace import TraceEvent
+from localrag.trace_views import StepProgress
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,52 +38,17 @@ class RetrievalStarted(AskEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class QuestionEntities(AskEvent):
-    entities: tuple[str, ...]
-    kind: ClassVar[str] = "question_entities"
-
-    def label(self) -> str:
-        return "question entities: " + (", ".join(self.entities[:6]) or "none")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Seeds(AskEvent):
-    names: tuple[str, ...]
-    kind: ClassVar[str] = "seeds"
-
-    def label(self) -> str:
-        return f"{len(self.names)} seed{'s' if len(self.names) != 1 else ''}: " + ", ".join(self.names[:5])
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrackingRound(AskEvent):
-    round: int
-    of: int
-    kept: int
-    kind: ClassVar[str] = "tracking_round"
-
-    def label(self) -> str:
-        return f"tracking round {self.round} of {self.of}: {self.kept} path{'s' if self.kept != 1 else ''} kept"
-
-
-@dataclass(frozen=True, kw_only=True)
 class StrategyStep(AskEvent):
-    """Any other named step of a strategy's trace (rrf, knn, ppr, ...)."""
+    """A step of the strategy's trace, as the step shows itself (``TraceEvent.progress``)."""
 
-    name: str
+    shown: StepProgress
     kind: ClassVar[str] = "step"
 
     def label(self) -> str:
-        return self.name
+        return self.shown.label
 
-
-@dataclass(frozen=True, kw_only=True)
-class Completion(AskEvent):
-    path_docs: int
-    kind: ClassVar[str] = "completion"
-
-    def label(self) -> str:
-        return f"completion: {self.path_docs} passage{'s' if self.path_docs != 1 else ''} from paths"
+    def to_json(self) -> dict:
+        return {"event": self.shown.kind, "elapsed_s": self.elapsed_s, **self.shown.data}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,14 +101,6 @@ class AnswerDone(AskEvent):
 EventSink = Callable[[AskEvent], None]
 
 
-def from_trace_event(event: TraceEvent, elapsed_s: float, max_hop: int) -> AskEvent:
-    """The progress event of a strategy's trace step (steps without their own keep their name)."""
-    if isinstance(event, QueryEntitiesStep):
-        return QuestionEntities(elapsed_s=elapsed_s, entities=event.entities)
-    if isinstance(event, SeedsEvent):
-        return Seeds(elapsed_s=elapsed_s, names=event.seed_names())
-    if isinstance(event, RoundStep):
-        return TrackingRound(elapsed_s=elapsed_s, round=event.round or 0, of=max_hop, kept=len(event.selected))
-    if isinstance(event, CompletionStep):
-        return Completion(elapsed_s=elapsed_s, path_docs=len(event.path_docs))
-    return StrategyStep(elapsed_s=elapsed_s, name=event_name(event))
+def from_trace_event(event: TraceEvent, elapsed_s: float, settings: Settings) -> StrategyStep:
+    """The progress event of a strategy's trace step (a step without a line of its own shows its name)."""
+    return StrategyStep(elapsed_s=elapsed_s, shown=event.progress(settings))

@@ -18,8 +18,6 @@ from markdown_it import MarkdownIt
 
 from localrag.embed import Embedder, comparable_similarity
 from localrag.records import Passage, Retrieval
-from localrag.retrieve.neuropath.events import CompletionStep, RoundStep
-from localrag.retrieve.remind.events import PathsStep
 from localrag.text.normalise import title_key
 from localrag.text.sentences import sentences
 from localrag.text.spans import clean_markup
@@ -208,15 +206,7 @@ def _plain(text: str) -> str:
 
 def path_facts(retrieval: Retrieval) -> str:
     """The reasoning chain and kept path facts a graph strategy recorded ("" for the others)."""
-    parts: list[str] = []
-    for step in retrieval.trace.steps:
-        if isinstance(step, RoundStep):
-            selected = set(step.selected)
-            parts += [c.text for c in step.candidates if c.id in selected]
-        elif isinstance(step, CompletionStep) and step.chain:
-            parts.append(step.chain)
-        elif isinstance(step, PathsStep):
-            parts += list(step.paths)
+    parts = [fact for step in retrieval.trace.steps for fact in step.path_facts()]
     return " ".join(p for p in parts if p)[:1500]
 
 

@@ -1,11 +1,17 @@
 """NeuroPath's trace events: query NER, seeds, tracking rounds with their candidate paths,
-memory replay and completion (localrag/trace.py has the base and the JSON form)."""
+memory replay and completion (localrag/trace.py has the base and the JSON form), and how each
+shows itself (progress line, reasoning-path tree node, path facts, notes)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from localrag.trace import MemoryEvent, SeedsEvent, TraceEvent, omit_empty, optional, renamed
+from localrag.trace_views import StepProgress, TreeNode, TreePlace, plural, seeds_node, short, shown
+
+if TYPE_CHECKING:
+    from localrag.config import Settings
 
 STRATEGY = "neuropath"
 
@@ -22,6 +28,13 @@ class NerStep(TraceEvent, step="ner", strategy=STRATEGY):
 class QueryEntitiesStep(TraceEvent, step="query_entities", strategy=STRATEGY):
     entities: tuple[str, ...] = ()
     source: str = ""  # "llm" | "rules" | "none"
+
+    def progress(self, settings: "Settings") -> StepProgress:
+        return StepProgress("question_entities", "question entities: " + (", ".join(self.entities[:6]) or "none"),
+                            {"entities": self.entities})
+
+    def tree_node(self, place: TreePlace) -> TreeNode:
+        return TreeNode(f"Question entities: {short(self.entities) or 'none'}" + (f" ({self.source})" if self.source else ""))
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,9 @@ class SeedsStep(SeedsEvent, step="seeds", strategy=STRATEGY):
     def seed_names(self) -> tuple[str, ...]:
         return tuple(s.entity for s in self.seeds)
 
+    def tree_node(self, place: TreePlace) -> TreeNode:
+        return seeds_node(f"{s.query} → {s.entity}  (sim {s.sim:.2f})" for s in self.seeds)
+
 
 @dataclass(frozen=True)
 class CandidatePath:
@@ -52,6 +68,16 @@ class CandidatePath:
     docs: tuple[int, ...] = ()
     expandable: bool = False
     recalled: bool = False  # came from the edge memory, not from this round's expansion
+
+    def fact(self) -> str:
+        """The path as a line of the tree: its facts, its similarity, whether memory recalled it."""
+        text = self.text.strip().rstrip(";").strip()
+        label = short(text) + f"  (sim {self.sim:.2f})"
+        return label + ("  · recalled from memory" if self.recalled else "")
+
+
+# the round fields the hop node shows in its own lines; the others follow as "name: value"
+_ROUND_SHOWN = {"round", "g", "candidates", "selected", "expand", "chain", "continue", "requirement"}
 
 
 @dataclass(frozen=True)
@@ -68,9 +94,50 @@ class RoundStep(TraceEvent, step="round", strategy=STRATEGY):
     errors: tuple[str, ...] = ()  # why replies were rejected
     note: str | None = optional()
 
+    path_part = "hop"
+
     def kept_paths(self) -> list[CandidatePath]:
         by_id = {c.id: c for c in self.candidates}
         return [by_id[i] for i in self.selected if i in by_id]
+
+    def progress(self, settings: "Settings") -> StepProgress:
+        of, kept = settings.neuropath.max_hop, len(self.selected)
+        return StepProgress("tracking_round", f"tracking round {self.round or 0} of {of}: {plural(kept, 'path')} kept",
+                            {"round": self.round or 0, "of": of, "kept": kept})
+
+    def path_facts(self) -> tuple[str, ...]:
+        selected = set(self.selected)
+        return tuple(c.text for c in self.candidates if c.id in selected)
+
+    def tree_node(self, place: TreePlace) -> TreeNode:
+        hop = TreeNode(f"Hop {self.round if self.round is not None else place.hop + 1}", style="bold")
+        if self.g:
+            hop.add(f"pruned against: {short(self.g)}", style="dim")
+        candidates = {c.id: c for c in self.candidates}
+        if candidates:
+            hop.add(f"{len(candidates)} candidate paths shown to the model", style="dim")
+        kept = hop.add(f"kept ({len(self.selected)})", style="green")
+        kept.add_lines(candidates[pid].fact() if pid in candidates else f"path {pid}" for pid in self.selected)
+        if not self.selected:
+            kept.add("nothing kept", style="dim")
+        if self.expand:
+            grow = hop.add(f"to expand ({len(self.expand)})", style="yellow")
+            grow.add_lines(candidates[pid].fact() if pid in candidates else f"path {pid}" for pid in self.expand)
+        if self.chain:
+            hop.add(f"chain: {short(self.chain)}")
+        if self.requirement:
+            hop.add(f"expansion requirement: {short(self.requirement)}", style="yellow")
+        if self.cont is not None:
+            hop.add(self._next(place), style="dim")
+        for key, value in self.fields().items():
+            if key not in _ROUND_SHOWN and shown(value):
+                hop.add(f"{key}: {short(value)}", style="red" if key in ("fallback", "errors") else "dim")
+        return hop
+
+    def _next(self, place: TreePlace) -> str:
+        if not self.cont:
+            return "■ stop: enough found"
+        return "→ another hop wanted, but this was the last one (max_hop)" if place.last_hop else "→ continue to the next hop"
 
 
 @dataclass(frozen=True)
@@ -100,6 +167,12 @@ class MemoryAnswerStep(TraceEvent, step="memory_answer", strategy=STRATEGY):
     enhanced: int = 0
     not_written: str = omit_empty()
 
+    def notes(self) -> tuple[str, ...]:
+        return (f"memory: learned from the answer's citations: +{self.enhanced} edges",) if self.enhanced else ()
+
+    def plain_node(self) -> TreeNode:
+        return super().plain_node().add_lines(short(p) for p in self.paths)
+
 
 @dataclass(frozen=True)
 class CompletionGraph:
@@ -124,3 +197,10 @@ class CompletionStep(TraceEvent, step="completion", strategy=STRATEGY):
     requirement: str = ""
     graph: CompletionGraph | None = optional()
     set_aside: bool | None = optional()  # True: the chain said none of the question's words, the fusion ranked alone
+
+    def progress(self, settings: "Settings") -> StepProgress:
+        n = len(self.path_docs)
+        return StepProgress("completion", f"completion: {plural(n, 'passage')} from paths", {"path_docs": n})
+
+    def path_facts(self) -> tuple[str, ...]:
+        return (self.chain,) if self.chain else ()

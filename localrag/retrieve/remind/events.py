@@ -1,12 +1,14 @@
 """ReMindRAG's trace events: seeds, settings, memory expansion, the walk (summaries, judge
 verdicts, moves with the options shown), where it stopped, the path, memory replay and the
-ranking (localrag/trace.py has the base and the JSON form)."""
+ranking (localrag/trace.py has the base and the JSON form), and how the seeds and the path
+show themselves in the reasoning-path tree and the answer's path facts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from localrag.trace import MemoryEvent, SeedsEvent, TraceEvent, optional
+from localrag.trace import MemoryEvent, SeedsEvent, TraceEvent, optional, to_json_value
+from localrag.trace_views import TreeNode, TreePlace, seeds_node, short
 
 STRATEGY = "remind"
 
@@ -25,6 +27,9 @@ class RemindSeedsStep(SeedsEvent, step="seeds", strategy=STRATEGY):
 
     def seed_names(self) -> tuple[str, ...]:
         return tuple(s.node for s in self.seeds)
+
+    def tree_node(self, place: TreePlace) -> TreeNode:
+        return seeds_node(short(to_json_value(s)) for s in self.seeds)
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,14 @@ class StopStep(TraceEvent, step="stop", strategy=STRATEGY):
 @dataclass(frozen=True)
 class PathsStep(TraceEvent, step="paths", strategy=STRATEGY):
     paths: tuple[str, ...] = ()  # "origin: a -[rel]-> b (w 0.42)" per step walked
+
+    path_part = "path"
+
+    def path_facts(self) -> tuple[str, ...]:
+        return self.paths
+
+    def plain_node(self) -> TreeNode:
+        return super().plain_node().add_lines(short(p) for p in self.paths)
 
 
 @dataclass(frozen=True)
