@@ -91,7 +91,7 @@ class Index:
             if not reembed or readonly:
                 raise
             self.store, self.replaced = reembed_start(settings.db_path, self.embedder)
-        self.store.graph.coref.configure(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
+        self.store.graph.coref.configure(settings.graph.coref_k, settings.graph.coref_threshold)
 
     @property
     def folder(self) -> Path:
@@ -370,7 +370,7 @@ class Assistant:
         composed = compose(
             self.llm, self.index.embedder, question_with_resolution(asked.question, query), retrieval,
             dataclasses.replace(self.settings.answer, pick=self.resolve_pick(), writer=self.resolve_writer()),
-            n_passages=self.settings.neuropath.answer_passages,
+            n_passages=self.settings.answer.passages,
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
             mode=request.asked_mode, short_prompt=request.short,
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),

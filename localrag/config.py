@@ -4,14 +4,18 @@ Every threshold of the two papers is a named field here; docs/algorithms.md give
 values beside these defaults.
 TOML files are read from ``~/.config/localrag/config.toml`` and then
 ``<folder>/.localrag/config.toml``; a section name matches a dataclass field below
-(``[index]``, ``[llm]``, ``[neuropath]``, ``[memory]``, ``[remind]``).
+(``[index]``, ``[llm]``, ``[neuropath]``, ``[memory]``, ``[remind]``) or a plugin strategy's own
+section (the ``settings_section`` and ``settings_type`` it declares: retrieve/base.py
+``plugin_settings``), read into ``Settings.plugin_sections``; a section no one reads is an error.
 Environment variables are ``LOCALRAG_<SECTION>_<FIELD>`` (e.g.
 ``LOCALRAG_LLM_MODEL=/x.gguf``) or ``LOCALRAG_<FIELD>`` for top-level fields.
+A mode setting (a ``Literal`` or an ``Enum`` field) takes only its words, a plugin's too.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import logging
 import os
@@ -132,12 +136,9 @@ class LLMSettings:
 class NeuroPathSettings:
     max_hop: int = 2
     filter_k: int = 30
-    coref_k: int = 5
-    coref_threshold: float = 0.8
     backfill: int = 100
     top_k: int = 100
     max_prompt_paths: int = 60
-    answer_passages: int = 5
     # query entities: "llm" (the paper), "rules" (spans, no model), "llm+rules" (grounded LLM, spans if empty)
     ner: NerMode = "llm+rules"
     # final ranking: "paths-first" (the paper: path documents, then completion) or "fused"
@@ -186,6 +187,10 @@ class GraphSettings:
     ppr_span_min_sim: float = 0.75  # a query span links to its nearest entity only this close
     ppr_knn_min_sim: float = 0.5  # whole-query neighbours below this are not seeds
     ppr_pool: int = 100  # dense candidates used to break ties and fill the list
+    # pseudo-coreference of the graph's entities (store/coref.py), which every graph strategy walks: the
+    # coref_k nearest phrases, the phrase itself included, kept at cosine >= coref_threshold
+    coref_k: int = 5
+    coref_threshold: float = 0.8
     # `graph` (localrag/retrieve/graph.py): weighted reciprocal-rank fusion of dense, lexical and a
     # hub-damped PPR list, chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (`localrag
     # bench fusion choose`): within a point of the best single retriever's recall@5 on each, then the
@@ -273,6 +278,7 @@ class AnswerSettings:
     # model under a grammar), open ones free text; "free": always free text. "shape" by default: a small
     # model's short answers are right far more often as spans than as free text (docs/benchmarks.md "Answers")
     mode: AnswerMode = "shape"
+    passages: int = 5  # the first passages of the ranking the answer reads, whichever strategy ranked them
     evidence_shown: int = 3  # best evidence sentences shown with path:line
     # added to an evidence unit's score for the code, numbers and flags it holds that the question does not
     # say (answer/evidence.py with_specific); 0.15 chosen on the notes suite's tuning halves (graph, quote
@@ -354,6 +360,23 @@ class Settings:
     remind: RemindSettings = field(default_factory=RemindSettings)
     conversation: ConversationSettings = field(default_factory=ConversationSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    # plugin strategies' own sections by name, each an instance of the strategy's settings_type
+    plugin_sections: dict[str, Any] = field(default_factory=dict, metadata={"setting": False})
+
+    def section(self, name: str, kind: type | None = None) -> Any:
+        """The ``[name]`` section: a built-in one (``neuropath``), or a plugin strategy's, an instance of
+        its ``kind`` (the defaults until a config file, the environment or a flag sets one of them)."""
+        if name in _SECTIONS:
+            builtin = getattr(self, name)
+            if kind is not None and not isinstance(builtin, kind):
+                raise ConfigError(f"[{name}] is localrag's own section ({type(builtin).__name__}): "
+                                  f"a strategy with settings of its own names another")
+            return builtin
+        if name not in self.plugin_sections:
+            if kind is None:
+                raise ConfigError(f"no settings section [{name}]")
+            self.plugin_sections[name] = kind()
+        return self.plugin_sections[name]
 
     @property
     def folder_path(self) -> Path:
@@ -368,11 +391,26 @@ class Settings:
 
 # settings that existed once and are no longer read: old config files that set them still load
 RETIRED = {"remind.synonym_cos"}
+# settings that moved to another section: the old name still loads, into the new one
+MOVED = {"neuropath.answer_passages": "answer.passages", "neuropath.coref_k": "graph.coref_k",
+         "neuropath.coref_threshold": "graph.coref_threshold"}
 
 _SECTIONS = {"index", "llm", "neuropath", "graph", "memory", "remind", "conversation", "answer"}
 
 
+def _setting_names(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls) if f.metadata.get("setting", True)}
+
+
 def _coerce(value: Any, current: Any, name: str) -> Any:
+    if isinstance(current, enum.Enum):
+        kind = type(current)
+        if isinstance(value, kind):
+            return value
+        words = {str(m.value): m for m in kind}
+        if str(value) not in words:
+            raise ConfigError(f"{name} must be one of {', '.join(words)}; got {value!r}")
+        return words[str(value)]
     if isinstance(current, bool):
         if isinstance(value, bool):
             return value
@@ -400,7 +438,7 @@ def _coerce(value: Any, current: Any, name: str) -> Any:
 
 
 def _apply(target: Any, values: Mapping[str, Any], prefix: str) -> None:
-    names = {f.name for f in dataclasses.fields(target)}
+    names = _setting_names(type(target))
     for key, value in values.items():
         if f"{prefix}{key}" in RETIRED:
             logger.info("setting %s%s is no longer used; ignored", prefix, key)
@@ -416,9 +454,61 @@ def _apply(target: Any, values: Mapping[str, Any], prefix: str) -> None:
             setattr(target, key, _coerce(value, current, f"{prefix}{key}"))
 
 
-def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
+class _PluginSections:
+    """The settings dataclass of each plugin strategy's section, looked up on the first name no built-in has."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, type] | None = None
+
+    def kinds(self) -> dict[str, type]:
+        if self._kinds is None:
+            # the strategy registry imports this module (retrieve/base.py): plugins are looked up on use
+            from localrag.retrieve.base import plugin_settings
+
+            self._kinds = plugin_settings()
+        return self._kinds
+
+    def kind(self, name: str) -> type | None:
+        return None if name in _SECTIONS else self.kinds().get(name)
+
+    def env_section(self, rest: str) -> str | None:
+        """The plugin section ``<section>_<field>`` (an environment variable's name, lower case) starts with."""
+        found = [n for n in self.kinds() if rest.startswith(n.lower().replace("-", "_") + "_")]
+        return max(found, key=len) if found else None
+
+
+def _moved(values: Mapping[str, Any]) -> dict[str, Any]:
+    """One source's values with each moved setting under its present name (the present name wins if both are given)."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in values.items()}
+    for old, new in MOVED.items():
+        section, _, name = old.partition(".")
+        table = out.get(section)
+        if not isinstance(table, dict) or name not in table:
+            continue
+        logger.info("setting %s is now %s", old, new)
+        value = table.pop(name)
+        to_section, _, to_name = new.partition(".")
+        target = out.setdefault(to_section, {})
+        if isinstance(target, dict):
+            target.setdefault(to_name, value)
+    return out
+
+
+def _apply_source(settings: "Settings", values: Mapping[str, Any], plugins: _PluginSections) -> None:
+    """One source's values (a TOML file, the environment, the flags); a plugin strategy's table into its section."""
+    own: dict[str, Any] = {}
+    for key, value in _moved(values).items():
+        kind = plugins.kind(key) if isinstance(value, Mapping) and key not in _setting_names(Settings) else None
+        if kind is None:
+            own[key] = value
+        else:
+            _apply(settings.section(key, kind), value, f"{key}.")
+    _apply(settings, own, "")
+
+
+def _env_values(env: Mapping[str, str], plugins: _PluginSections) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    top = {f.name for f in dataclasses.fields(Settings)}
+    top = _setting_names(Settings)
     for key, value in env.items():
         if not key.startswith("LOCALRAG_") or key == "LOCALRAG_API_KEY":
             continue
@@ -428,6 +518,8 @@ def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
             out.setdefault(section, {})[name] = value
         elif rest in top and rest not in _SECTIONS:
             out[rest] = value
+        elif name and (plugin := plugins.env_section(rest)) is not None:
+            out.setdefault(plugin, {})[rest[len(plugin) + 1:]] = value
     return out
 
 
@@ -484,6 +576,7 @@ def load_settings(
         if not Path(config_file).expanduser().is_file():
             raise ConfigError(f"config file not found: {config_file}")
         files.append(Path(config_file).expanduser())
+    plugins = _PluginSections()
     for path in files:
         if path.is_file():
             try:
@@ -491,8 +584,8 @@ def load_settings(
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
             data.pop("folder", None) if folder is not None else None
-            _apply(settings, data, "")
-    _apply(settings, _env_values(os.environ if env is None else env), "")
+            _apply_source(settings, data, plugins)
+    _apply_source(settings, _env_values(os.environ if env is None else env, plugins), plugins)
     nested: dict[str, Any] = {}
     for key, value in (overrides or {}).items():
         if value is None:
@@ -502,8 +595,10 @@ def load_settings(
             nested.setdefault(section, {})[name] = value
         else:
             nested[key] = value
-    _apply(settings, nested, "")
+    _apply_source(settings, nested, plugins)
     _check_choices(settings, "")
+    for name, section in settings.plugin_sections.items():
+        _check_choices(section, f"{name}.")
     if settings.answer.copy_max_words < 1:
         raise ConfigError(f"answer.copy_max_words must be at least 1, got {settings.answer.copy_max_words}")
     _check_index(settings.index)

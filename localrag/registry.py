@@ -50,6 +50,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(set(self._refs) | set(self._added) | set(self._entry_points()))
 
+    def plugin_names(self) -> list[str]:
+        """The names added at run time or by an installed package's entry point (not the built-ins)."""
+        return sorted(set(self._added) | set(self._entry_points()))
+
     def get(self, name: str) -> T:
         if name in self._added:
             return self._added[name]

@@ -9,7 +9,7 @@ from typing import Any, get_type_hints
 
 import pytest
 
-from localrag.config import ConfigError, Settings, choices, load_settings
+from localrag.config import MOVED, ConfigError, Settings, choices, load_settings
 
 
 def _config(tmp_path, text: str):
@@ -25,6 +25,24 @@ def test_a_retired_setting_in_an_old_config_file_is_ignored_and_said(tmp_path, c
     assert settings.remind.seeds == 3
     assert not hasattr(settings.remind, "synonym_cos")
     assert "remind.synonym_cos is no longer used" in caplog.text
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
+def test_a_moved_setting_loads_into_its_new_name_from_each_source(tmp_path, caplog, old: str, new: str):
+    section, _, field = old.partition(".")
+    to_section, _, to_field = new.partition(".")
+    value = 7 if field != "coref_threshold" else 0.7
+    with caplog.at_level(logging.INFO, logger="localrag.config"):
+        from_file = load_settings(tmp_path, config_file=_config(tmp_path, f"[{section}]\n{field} = {value}\n"), env={})
+    assert f"setting {old} is now {new}" in caplog.text
+    from_env = load_settings(tmp_path, env={f"LOCALRAG_{section}_{field}".upper(): str(value)})
+    from_flag = load_settings(tmp_path, {old: value}, env={})
+    for settings in (from_file, from_env, from_flag):
+        assert getattr(getattr(settings, to_section), to_field) == value
+        assert not hasattr(getattr(settings, section), field)
+    both = load_settings(tmp_path, config_file=_config(tmp_path, f"[{section}]\n{field} = {value}\n"),
+                         env={f"LOCALRAG_{to_section}_{to_field}".upper(): "3"})
+    assert getattr(getattr(both, to_section), to_field) == 3, "a later source's new name wins over the old one"
 
 
 def test_an_unknown_setting_is_still_an_error(tmp_path):

@@ -100,7 +100,7 @@ def test_obedient_model_still_cites_only_given_passages(injected, strategy, embe
     assert "HACKED" not in constrained.text and constrained.abstained
     assert not any(c.cited for c in constrained.citations)
     answer = Assistant(injected, llm=llm).ask(QUESTION, strategy=strategy, mode="free")
-    given = injected.settings.neuropath.answer_passages
+    given = injected.settings.answer.passages
     shown = [sp.passage for sp in answer.retrieval.passages[:given]]
     assert "[9]" not in answer.text and "[0]" not in answer.text and "[12]" not in answer.text
     assert {int(n) for n in re.findall(r"\[(\d+)\]", answer.text)} <= set(range(1, len(shown) + 1))
@@ -170,7 +170,7 @@ def test_real_model_cites_only_real_passages(injected, bundled_model):
     assistant = Assistant(injected)
     for q in questions:
         answer = assistant.ask(q, strategy="hybrid")
-        shown = [sp.passage for sp in answer.retrieval.passages[:injected.settings.neuropath.answer_passages]]
+        shown = [sp.passage for sp in answer.retrieval.passages[:injected.settings.answer.passages]]
         numbers = {int(n) for n in re.findall(r"\[(\d+)\]", answer.text)}
         assert numbers <= set(range(1, len(shown) + 1)), (answer.text, len(shown))
         for c in answer.citations:

@@ -191,7 +191,7 @@ def _free_answer(assistant: Assistant, record: QuestionRecord, result: Answer, q
     """The old free generation (short prompt) on the same retrieval, scored beside the constrained one."""
     started = time.perf_counter()
     free = compose(assistant.llm, assistant.index.embedder, question.question, result.retrieval,
-                   assistant.settings.answer, n_passages=assistant.settings.neuropath.answer_passages,
+                   assistant.settings.answer, n_passages=assistant.settings.answer.passages,
                    max_tokens=min(assistant.settings.llm.answer_max_tokens, FREE_MAX_TOKENS), since=started,
                    emit=lambda e: None,
                    mode="free", short_prompt=True, on_token=lambda t: None)

@@ -100,7 +100,7 @@ class GraphBuilder:
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
             self._llm.sinks.append(self._log_call)
-        store.graph.coref.configure(settings.neuropath.coref_k, settings.neuropath.coref_threshold)
+        store.graph.coref.configure(settings.graph.coref_k, settings.graph.coref_threshold)
 
     # -- model ---------------------------------------------------------------------------
     def llm(self) -> RecordingLLM:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from localrag.config import Settings
 from localrag.embed import Embedder
 from localrag.llm.base import LLM, RecordingLLM
 from localrag.records import Retrieval, ScoredPassage, Trace
-from localrag.registry import Registry
+from localrag.registry import PluginError, Registry
 from localrag.store import Store
 from localrag.store.vault import PassageFilter
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -43,6 +46,12 @@ class Context:
         allowed = self.allowed()
         return list(ids) if allowed is None else [i for i in ids if i in allowed]
 
+    def section(self, strategy: "Strategy") -> Any:
+        """``strategy``'s own settings section (a plugin's dataclass, as a built-in reads ``settings.neuropath``)."""
+        if strategy.settings_section is None:
+            raise ValueError(f"the strategy {strategy.name!r} declares no settings section")
+        return self.settings.section(strategy.settings_section, strategy.settings_type)
+
     def llm(self) -> LLM:
         if self.llm_factory is None:
             raise RuntimeError("this strategy needs a language model, and none is configured")
@@ -60,11 +69,16 @@ class Context:
 
 
 class Strategy(Protocol):
-    """What a strategy declares: its name, whether it calls a model, and the settings section it reads."""
+    """What a strategy declares: its name, whether it calls a model, and the settings section it reads.
+
+    Class attributes, read without making one: a plugin's ``settings_type`` (a dataclass) becomes the
+    config section ``settings_section``, set like a built-in's ([section] in a config file,
+    LOCALRAG_<SECTION>_<FIELD>, a dotted flag) and read with ``ctx.section(self)``."""
 
     name: str
     needs_llm: bool  # False: retrieval never calls the model (api.py then loads none unless answering)
     settings_section: str | None  # the [section] of the config it reads ("neuropath"), None for none
+    settings_type: type | None  # that section's dataclass (NeuroPathSettings); None with no section of its own
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval: ...
 
@@ -91,6 +105,26 @@ def unregister(name: str) -> None:
 
 def strategy_names() -> list[str]:
     return STRATEGIES.names()
+
+
+def plugin_settings() -> dict[str, type]:
+    """The settings dataclass of each plugin strategy's own section, by section name (config.py reads them;
+    the built-ins' sections are fields of ``Settings``). A plugin that cannot be loaded is left out here:
+    it fails, in one line, when it is chosen."""
+    out: dict[str, type] = {}
+    for name in STRATEGIES.plugin_names():
+        try:
+            factory = STRATEGIES.get(name)
+        except PluginError as exc:
+            logger.info("%s", exc)
+            continue
+        section, kind = getattr(factory, "settings_section", None), getattr(factory, "settings_type", None)
+        if section is None or kind is None:
+            continue
+        if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+            raise PluginError(f"the strategy {name!r} declares settings_type {kind!r}, which is not a dataclass")
+        out[section] = kind
+    return out
 
 
 def get_strategy(name: str) -> Strategy:

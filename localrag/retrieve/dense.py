@@ -24,6 +24,7 @@ class Dense:
     name = "dense"
     needs_llm = False
     settings_section = None
+    settings_type = None
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

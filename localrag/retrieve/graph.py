@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from localrag.config import GraphSettings
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
@@ -273,6 +274,7 @@ class GraphFusion:
     name = "graph"
     needs_llm = False
     settings_section = "graph"
+    settings_type = GraphSettings
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

@@ -39,6 +39,7 @@ class Hybrid:
     name = "hybrid"
     needs_llm = False
     settings_section = None
+    settings_type = None
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

@@ -22,6 +22,7 @@ class Lexical:
     name = "lexical"
     needs_llm = False
     settings_section = None
+    settings_type = None
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

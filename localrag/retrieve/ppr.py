@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localrag.config import GraphSettings
 from localrag.kg.entity_graph import EntityGraph, entity_graph
 from localrag.text.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
@@ -139,6 +140,7 @@ class PPR:
     name = "ppr"
     needs_llm = False
     settings_section = "graph"
+    settings_type = GraphSettings
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

@@ -10,6 +10,7 @@ trace says so.
 
 from __future__ import annotations
 
+from localrag.config import NeuroPathSettings
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
@@ -27,6 +28,7 @@ class NeuroPath:
     name = "neuropath"
     needs_llm = True
     settings_section = "neuropath"
+    settings_type = NeuroPathSettings
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)

@@ -32,7 +32,7 @@ The answer comes from the shared answer step, like every strategy.
 
 from __future__ import annotations
 
-from localrag.config import Settings
+from localrag.config import RemindSettings, Settings
 from localrag.memory.edges import Feedback, apply
 from localrag.retrieve.remind.calls import Budget, BudgetSpent, label
 from localrag.retrieve.remind.dfs import Expansion, expand, valid_steps
@@ -61,6 +61,7 @@ class Remind:
     name = "remind"
     needs_llm = True
     settings_section = "remind"
+    settings_type = RemindSettings
 
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
