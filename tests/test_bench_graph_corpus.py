@@ -75,3 +75,12 @@ def test_folder_scale_indexes_real_notes_in_both_phases(tmp_path, embedder):
     assert result.fast.passages == result.graph.passages > 0 and result.fast.tokens > result.fast.passages
     assert result.files == len([p for p in EXAMPLES.rglob("*.md")])
     assert result.graph_counts["facts"] > 0 and set(result.graph_steps) >= {"extract", "write"}
+
+
+def test_queries_only_refuses_a_real_folder_in_one_line(tmp_path, capsys):
+    from localrag.cli import main  # the command line, in process
+
+    code = main(["bench", "scale", "--graph", "--notes", str(tmp_path), "--work", str(tmp_path / "w"), "--queries-only"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--queries-only" in err and "--notes" in err and "Traceback" not in err
+    assert not (tmp_path / "w").exists(), "nothing written"

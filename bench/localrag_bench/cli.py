@@ -105,7 +105,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "one (throughput in passages/s and tokens/s; the index goes in --work, default a temporary folder)")
     s.add_argument("--queries-only", action="store_true",
                    help="with --graph: time the queries and five cold asks again on the index an earlier "
-                   "--graph run left in the work dir (after a change to retrieval), nothing else")
+                   "--graph run of the generated vault left in the work dir (after a change to retrieval), nothing else; "
+                   "not with --notes")
     s.add_argument("--neuropath-queries", type=int, metavar="N",
                    help="with --graph: time NeuroPath on the first N of the queries only (it takes seconds each)")
     s.set_defaults(func=command("commands", "run_scale_command"))

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from localrag.commands.common import UserError, console, err_console
+from localrag.commands.common import UsageError, UserError, console, err_console
 from localrag_bench.data import BenchDataError, load_dataset
 from localrag_bench.loogle import is_loogle, load_loogle
 from localrag_bench.notes_set import load_notes_dataset
@@ -179,6 +179,8 @@ def run_scale_command(args: argparse.Namespace) -> int:
 def run_graph_scale_command(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed != 7 else 11  # 7 is the plain scale corpus's default
     if args.queries_only:
+        if args.notes:  # its queries and cold asks are the generated vault's: on a real folder they would re-index it
+            raise UsageError("--queries-only re-times the generated vault of an earlier --graph run; it does not take --notes")
         return run_graph_latency_command(args, seed)
     if args.notes:
         return run_folder_scale_command(args)
