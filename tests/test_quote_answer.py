@@ -42,6 +42,12 @@ def test_a_lead_in_and_its_code_line_are_one_unit():
     assert any(u.kind == "item" and "kiln --peak 1240" in u.text and u.text.startswith("- Set") for u in units)
 
 
+def test_a_chinese_lead_in_with_its_full_width_colon_and_its_code_line_are_one_unit():
+    page = "# tar\n\n> 归档实用程序。\n\n- 创建存档并将其写入文件：\n\n`tar cf {{目标文件.tar}} {{路径/到/文件1}}`\n"
+    units = split_units(page)
+    assert any(u.kind == "item" and u.text.startswith("- 创建存档") and "tar cf" in u.text for u in units)
+
+
 def test_open_and_short_questions_are_answered_by_a_quote(assistant):
     howto = assistant.ask("How do I set the kiln's peak temperature?", strategy="hybrid")
     assert howto.picked_by == "quote" and "kiln --peak 1240" in howto.text and not howto.calls

@@ -150,6 +150,9 @@ def _is_code(unit: Unit) -> bool:
     return unit.kind == "code" or (unit.kind == "sentence" and bool(_CODE_ONLY.match(unit.text.strip())))
 
 
+LEAD_IN_COLONS = (":", "\uff1a")  # Chinese and Japanese write the full-width colon "：" before code
+
+
 def _with_code(units: list[Unit]) -> list[Unit]:
     """A unit that introduces code ("Extract an archive into a folder:", "run the following command:")
     and the code right after it become one unit: the lead-in says what the code does, the code is the
@@ -160,7 +163,7 @@ def _with_code(units: list[Unit]) -> list[Unit]:
         unit = units[i]
         nxt = units[i + 1] if i + 1 < len(units) else None
         if nxt is not None and unit.kind in ("item", "sentence") and not _is_code(unit) \
-                and unit.text.rstrip().endswith(":") and _is_code(nxt):
+                and unit.text.rstrip().endswith(LEAD_IN_COLONS) and _is_code(nxt):
             code = nxt.text.strip()
             code = code if len(code) <= CODE_KEPT_CHARS else code[:CODE_KEPT_CHARS].rstrip() + " …"
             out.append(Unit(f"{unit.text.rstrip()}\n{code}", unit.line_offset, unit.kind, unit.context))
