@@ -15,23 +15,17 @@ A mode setting (a ``Literal`` or an ``Enum`` field) takes only its words, a plug
 from __future__ import annotations
 
 import dataclasses
-import enum
-import functools
 import logging
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Mapping
 
-from localrag.errors import LocalragError
+from localrag.config_values import ConfigError, check_choices, choices, coerce_value
 
 
 logger = logging.getLogger(__name__)
-
-
-class ConfigError(LocalragError, ValueError):
-    """A setting has a value that cannot be used."""
 
 
 BUNDLED_EMBEDDERS = ("minilm", "e5-small")  # index.embedder's names (localrag/embedders.py)
@@ -402,41 +396,6 @@ def _setting_names(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls) if f.metadata.get("setting", True)}
 
 
-def _coerce(value: Any, current: Any, name: str) -> Any:
-    if isinstance(current, enum.Enum):
-        kind = type(current)
-        if isinstance(value, kind):
-            return value
-        words = {str(m.value): m for m in kind}
-        if str(value) not in words:
-            raise ConfigError(f"{name} must be one of {', '.join(words)}; got {value!r}")
-        return words[str(value)]
-    if isinstance(current, bool):
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in {"1", "true", "yes", "on"}:
-            return True
-        if text in {"0", "false", "no", "off"}:
-            return False
-        raise ConfigError(f"{name}: expected true/false, got {value!r}")
-    if isinstance(current, int):
-        try:
-            return int(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{name}: expected an integer, got {value!r}") from exc
-    if isinstance(current, float):
-        try:
-            return float(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{name}: expected a number, got {value!r}") from exc
-    if isinstance(current, list):
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return list(value)
-    return str(value)
-
-
 def _apply(target: Any, values: Mapping[str, Any], prefix: str) -> None:
     names = _setting_names(type(target))
     for key, value in values.items():
@@ -451,7 +410,7 @@ def _apply(target: Any, values: Mapping[str, Any], prefix: str) -> None:
                 raise ConfigError(f"{prefix}{key} must be a table")
             _apply(current, value, f"{prefix}{key}.")
         else:
-            setattr(target, key, _coerce(value, current, f"{prefix}{key}"))
+            setattr(target, key, coerce_value(value, current, f"{prefix}{key}"))
 
 
 class _PluginSections:
@@ -523,24 +482,6 @@ def _env_values(env: Mapping[str, str], plugins: _PluginSections) -> dict[str, A
     return out
 
 
-@functools.cache
-def choices(cls: type) -> dict[str, tuple[str, ...]]:
-    """The words each Literal-typed field of the settings dataclass ``cls`` allows, by field name."""
-    hints = get_type_hints(cls)
-    return {f.name: get_args(hints[f.name]) for f in dataclasses.fields(cls) if get_origin(hints[f.name]) is Literal}
-
-
-def _check_choices(target: Any, prefix: str) -> None:
-    """Every Literal-typed setting of ``target`` and of its sections holds one of its words."""
-    allowed = choices(type(target))
-    for f in dataclasses.fields(target):
-        value = getattr(target, f.name)
-        if dataclasses.is_dataclass(value):
-            _check_choices(value, f"{prefix}{f.name}.")
-        elif f.name in allowed and value not in allowed[f.name]:
-            raise ConfigError(f"{prefix}{f.name} must be one of {', '.join(allowed[f.name])}; got {value!r}")
-
-
 def _check_index(index: IndexSettings) -> None:
     """The [index] numbers that would otherwise fail deep in the sync (or pass and chunk nonsense)."""
     if index.embed_batch < 1:
@@ -596,9 +537,9 @@ def load_settings(
         else:
             nested[key] = value
     _apply_source(settings, nested, plugins)
-    _check_choices(settings, "")
+    check_choices(settings, "")
     for name, section in settings.plugin_sections.items():
-        _check_choices(section, f"{name}.")
+        check_choices(section, f"{name}.")
     if settings.answer.copy_max_words < 1:
         raise ConfigError(f"answer.copy_max_words must be at least 1, got {settings.answer.copy_max_words}")
     _check_index(settings.index)
