@@ -1,10 +1,12 @@
 """Settings: defaults < TOML file < environment (LOCALRAG_*) < CLI flags.
 
-Every threshold of the two papers is a named field here; docs/algorithms.md gives the papers'
-values beside these defaults.
+Every threshold of the two papers is a named setting; docs/algorithms.md gives the papers'
+values beside these defaults. A built-in strategy's section is declared next to its code, as a
+plugin's is (its ``settings_type``: retrieve/neuropath/settings.py, retrieve/remind/settings.py,
+retrieve/graph_settings.py; memory/settings.py for the edge memory both papers share); the others are here.
 TOML files are read from ``~/.config/localrag/config.toml`` and then
-``<folder>/.localrag/config.toml``; a section name matches a dataclass field below
-(``[index]``, ``[llm]``, ``[neuropath]``, ``[memory]``, ``[remind]``) or a plugin strategy's own
+``<folder>/.localrag/config.toml``; a section name matches a dataclass field of ``Settings``
+(``[index]``, ``[llm]``, ``[neuropath]``, ``[graph]``, ``[memory]``, ``[remind]``, ...) or a plugin strategy's own
 section (the ``settings_section`` and ``settings_type`` it declares: retrieve/base.py
 ``plugin_settings``), read into ``Settings.plugin_sections``; a section no one reads is an error.
 Environment variables are ``LOCALRAG_<SECTION>_<FIELD>`` (e.g.
@@ -23,6 +25,10 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from localrag.config_values import ConfigError, check_choices, choices, coerce_value
+from localrag.memory.settings import MemorySettings
+from localrag.retrieve.graph_settings import GraphSettings
+from localrag.retrieve.neuropath.settings import NeuroPathSettings
+from localrag.retrieve.remind.settings import RemindSettings
 
 
 logger = logging.getLogger(__name__)
@@ -31,15 +37,8 @@ logger = logging.getLogger(__name__)
 BUNDLED_EMBEDDERS = ("minilm", "e5-small")  # index.embedder's names (localrag/embedders.py)
 
 # the settings whose value is one of a fixed set of words: load_settings refuses any other word
-# (_check_choices); a setting that also takes a path or a plugin's name stays a str
+# (config_values.check_choices); a setting that also takes a path or a plugin's name stays a str
 OcrMode = Literal["auto", "rapidocr", "tesseract", "off"]  # index.ocr (ingest/documents/ocr.py)
-NerMode = Literal["llm", "rules", "llm+rules"]  # neuropath.ner (retrieve/neuropath/entities.py)
-MergeMode = Literal["paths-first", "fused"]  # neuropath.merge (retrieve/neuropath/completion.py)
-CompletionMode = Literal["dense", "hybrid", "graph"]  # neuropath.completion
-GraphCompletionMode = Literal["ppr", "none"]  # neuropath.graph_completion
-PenaltyMode = Literal["intended", "off"]  # memory.penalty (memory/edges.py)
-RankMode = Literal["graph", "collected-first"]  # remind.rank (retrieve/remind/strategy.py)
-ZeroJumpMode = Literal["reinforce", "skip"]  # remind.zero_jump
 ResolverMode = Literal["auto", "rules", "llm", "off"]  # conversation.resolver (conversation/session.py)
 AnswerMode = Literal["shape", "free"]  # answer.mode (answer/flow.py)
 PickMode = Literal["auto", "model", "likelihood", "ranking", "copy"]  # answer.pick (api.py resolve_pick)
@@ -124,133 +123,6 @@ class LLMSettings:
     index_model: str = ""
     # the answer model's parameter count, for `auto`; 0 = read from the GGUF (a served model: unknown)
     params: int = 0
-
-
-@dataclass
-class NeuroPathSettings:
-    max_hop: int = 2
-    filter_k: int = 30
-    backfill: int = 100
-    top_k: int = 100
-    max_prompt_paths: int = 60
-    # query entities: "llm" (the paper), "rules" (spans, no model), "llm+rules" (grounded LLM, spans if empty)
-    ner: NerMode = "llm+rules"
-    # final ranking: "paths-first" (the paper: path documents, then completion) or "fused"
-    # (reciprocal-rank fusion of path documents with the completion list, so a weak model's
-    # near-miss paths cannot push good passages out of the top ranks; docs/algorithms.md
-    # "NeuroPath: completion", docs/benchmarks.md "What we tried")
-    merge: MergeMode = "fused"
-    fuse_k: int = 8  # the RRF constant of "fused" (8, as hybrid: one list's top ranks count)
-    # completion retriever for query + chain + requirement: "dense" (the paper), "hybrid", or
-    # "graph": the no-LLM `graph` fusion of the question is the base list, path documents (path_weight)
-    # and hybrid hits for chain + requirement (chain_weight) are fused into it, so the model can only
-    # add to what the fusion finds (docs/benchmarks.md "NeuroPath and remind")
-    completion: CompletionMode = "graph"
-    # a chain hit is the model's words searched again, not a walked path, the weakest signal fused:
-    # the largest weight at or above `graph` in every replayed cell (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
-    chain_weight: float = 0.1
-    # a third fused list: "ppr" (personalised PageRank from the query's entities and the open
-    # ends of the valid paths) or "none" (the paper's two lists)
-    graph_completion: GraphCompletionMode = "ppr"
-    # weight of the path list in the fusion: the model's selection (path_weight), or the
-    # embedding order's stand-in when its reply was unusable or too broad (fallback_weight).
-    # Below 1 because completion and the graph list agreeing on a passage is stronger evidence
-    # than a small model's pick (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen");
-    # with a strong model raise path_weight towards 1.
-    path_weight: float = 0.3
-    fallback_weight: float = 0.3
-    # with completion "graph": the fusion's first keep_top passages keep their places, what the
-    # model adds fills the places after them, so recall@keep_top is the fusion's by construction;
-    # 2 is the smallest hold at or above the fusion in the replays (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
-    keep_top: int = 2
-    # with completion "graph": a tracking run whose chain and requirement share no content word with
-    # the question (a small model may write timestamps there) adds nothing: its paths and chain hits
-    # are set aside and the fusion ranks alone, since such paths are noise that can take the fusion's
-    # fifth place (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
-    grounded_only: bool = True
-    max_valid: int = 8
-    max_expand: int = 4
-
-
-@dataclass
-class GraphSettings:
-    """The `ppr` strategy (HippoRAG-style personalised PageRank over the entity graph)."""
-
-    ppr_damping: float = 0.5  # HippoRAG's restart probability is 1 - damping
-    ppr_query_knn: int = 3  # entities nearest to the whole query added as seeds
-    ppr_span_min_sim: float = 0.75  # a query span links to its nearest entity only this close
-    ppr_knn_min_sim: float = 0.5  # whole-query neighbours below this are not seeds
-    ppr_pool: int = 100  # dense candidates used to break ties and fill the list
-    # pseudo-coreference of the graph's entities (store/coref.py), which every graph strategy walks: the
-    # coref_k nearest phrases, the phrase itself included, kept at cosine >= coref_threshold
-    coref_k: int = 5
-    coref_threshold: float = 0.8
-    # `graph` (localrag/retrieve/graph.py): weighted reciprocal-rank fusion of dense, lexical and a
-    # hub-damped PPR list, chosen on 2wiki dev, HotpotQA-100 dev and the dendron dev half (`localrag
-    # bench fusion choose`): within a point of the best single retriever's recall@5 on each, then the
-    # best mean recall@5, ties to recall@2 (docs/benchmarks.md "Retrieval: the `graph` fusion")
-    fusion_dense: float = 1.0
-    fusion_lexical: float = 1.0
-    fusion_ppr: float = 2.0
-    fusion_rrf_k: int = 5
-    fusion_ppr_focus: float = 0.1  # the PPR list counts fully from this seed focus up, in proportion below (0: always)
-    # the walk's list counts fully only when its first passage is among the first `corroboration_pool` of the
-    # dense or the lexical list, else this share of it (localrag/retrieve/graph.py "corroboration")
-    fusion_ppr_uncorroborated: float = 0.25
-    fusion_corroboration_pool: int = 10
-    # the BM25 list counts fully when its first score is `lexical_peak` times its fifth, this share of it when
-    # its head is flat (the question's words are everywhere) while the dense list's first cosine beats its fifth
-    # by `dense_lead`, linearly between (localrag/retrieve/graph.py "Lexical confidence")
-    fusion_lexical_flat: float = 0.5
-    fusion_lexical_peak: float = 1.5
-    fusion_dense_lead: float = 0.02
-    ppr_entity_damping: float = 1.0  # PPR mass of an entity / |passages mentioning it| ** this
-    ppr_passage_damping: float = 0.5  # a passage's PPR score / |entities it mentions| ** this
-    # a question that asks two things ("…, and how do I …") is ranked whole and part by part, fused
-    # (localrag/retrieve/parts.py; docs/benchmarks.md "Retrieval: two questions in one")
-    split_questions: bool = True
-
-
-@dataclass
-class MemorySettings:
-    enabled: bool = True
-    # False: memory is written but not read (a question whose last answer was marked wrong runs full retrieval)
-    read: bool = True
-    alpha: float = 0.1
-    lam: float = 0.5
-    penalty: PenaltyMode = "intended"
-    knn_recall: bool = True  # also recall edges whose memory is nearest the query (vec0 KNN), not only from seeds
-    knn_k: int = 8
-    max_depth: int = 3  # recall DFS depth from a seed
-    # recalled paths whose weakest read-out reaches this replace path tracking altogether
-    skip_above: float = 0.55
-
-
-@dataclass
-class RemindSettings:
-    seeds: int = 2
-    max_jumps: int = 10
-    max_llm_calls: int = 20
-    summary_threshold_tokens: int = 350
-    seed_passages: int = 1  # nearest passages seeded too: ReMindRAG's anchors share the entity collection (R3)
-    max_iterations: int = 0  # loop iterations, backtracks included; 0 = 2 × max_jumps (R5)
-    choice_attempts: int = 3  # next-node and labelling tries, with a corrective message after each bad one (R14)
-    max_candidates: int = 12  # candidate edges shown per next-node call, best w + query similarity first
-    prompt_passage_chars: int = 600  # one passage (or its summary) in a prompt is cut to this
-    prompt_chars: int = 6000  # all passages of one prompt together
-    summary_max_tokens: int = 200
-    # a question whose recalled route is strong (every edge >= memory.skip_above) skips the walk
-    trust_recall: bool = True
-    # final ranking: "graph" (the no-LLM graph fusion, with the walk's passages fused in at
-    # collected_weight) or "collected-first" (the paper: walked passages, then dense backfill)
-    rank: RankMode = "graph"
-    collected_weight: float = 0.3
-    keep_top: int = 2  # as neuropath.keep_top: the fusion's first passages keep their places
-    # with rank "graph": a walk the judge never found sufficient (budget spent, model stopped,
-    # caps reached) is exploration the model did not vouch for; its passages are set aside and
-    # only those recalled from memory are fused (docs/benchmarks.md "NeuroPath and remind: how the constants were chosen")
-    confirmed_only: bool = True
-    zero_jump: ZeroJumpMode = "reinforce"  # R15, memory alone was judged sufficient: "reinforce" its edges, or "skip" (the code)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """How a setting's value is read and checked: one word of a mode, a number, a flag, a list.
 
-The settings dataclasses are in config.py; this module knows nothing of them but their fields.
+The settings dataclasses are in config.py and beside each built-in strategy (a settings module); this module
+knows nothing of them but their fields.
 """
 
 from __future__ import annotations

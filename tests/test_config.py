@@ -70,7 +70,7 @@ def test_every_str_setting_is_a_mode_or_a_known_free_string():
     modes = {name for name, _ in _mode_settings()}
     strings = {prefix + f.name for prefix, cls in _sections() for f in dataclasses.fields(cls)
                if get_type_hints(cls)[f.name] is str}
-    assert strings == FREE_STRINGS, "a str setting with a fixed set of values gets a Literal type in config.py"
+    assert strings == FREE_STRINGS, "a str setting with a fixed set of values gets a Literal type in its settings dataclass"
     assert {"neuropath.merge", "remind.rank", "answer.pick", "index.ocr"} <= modes
 
 

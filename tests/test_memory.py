@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from localrag.api import Assistant, Index
-from localrag.config import MemorySettings
+from localrag.memory.settings import MemorySettings
 from localrag.memory.edges import enhance
 from localrag.retrieve.neuropath.recall import recall_paths
 

@@ -19,11 +19,12 @@ import pytest
 from localrag.answer.evidence import path_facts
 from localrag.api import Assistant, Index, memory_notes
 from localrag.cli import main
-from localrag.config import ConfigError, GraphSettings, Settings, load_settings
+from localrag.config import ConfigError, Settings, load_settings
 from localrag.records import Retrieval, Trace
 from localrag.registry import PluginError
 from localrag.retrieve import get_strategy
 from localrag.retrieve.base import Context, plugin_settings, register, scored, unregister
+from localrag.retrieve.graph_settings import GraphSettings
 from localrag.trace import TraceEvent, UnknownStep, event_json
 from localrag.trace_views import StepProgress, TreeNode, TreePlace
 from localrag.tui.pathtree import build_path_tree

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from localrag.config import MemorySettings
+from localrag.memory.settings import MemorySettings
 from localrag.store import Store
 from localrag.store.connection import database_error_message
 from localrag.store.memory import EdgeKey

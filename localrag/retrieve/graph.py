@@ -41,11 +41,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from localrag.config import GraphSettings
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
 from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf
+from localrag.retrieve.graph_settings import GraphSettings
 from localrag.retrieve.parts import question_parts
 from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds, traced_seeds
 from localrag.trace import TraceEvent, omit_empty, optional

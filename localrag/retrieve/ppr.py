@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localrag.config import GraphSettings
 from localrag.kg.entity_graph import EntityGraph, entity_graph
 from localrag.text.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
+from localrag.retrieve.graph_settings import GraphSettings
 from localrag.trace import FallbackStep, SeedsEvent, TraceEvent, optional
 
 MAX_ITER = 100

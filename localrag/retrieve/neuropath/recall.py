@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from localrag.config import MemorySettings
+from localrag.memory.settings import MemorySettings
 from localrag.memory.edges import readout
 from localrag.retrieve.neuropath.paths import Path, segment
 from localrag.store import Store

@@ -10,7 +10,6 @@ trace says so.
 
 from __future__ import annotations
 
-from localrag.config import NeuroPathSettings
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
@@ -20,6 +19,7 @@ from localrag.retrieve.neuropath.entities import link_seeds, query_entities
 from localrag.retrieve.neuropath.events import SeedLink, SeedsStep
 from localrag.retrieve.neuropath.recall import Recall, recall_paths
 from localrag.retrieve.neuropath.replay import add_path, learn_from_answer, replay_tracking
+from localrag.retrieve.neuropath.settings import NeuroPathSettings
 from localrag.retrieve.neuropath.tracking import TrackState, track
 from localrag.trace import FallbackStep
 

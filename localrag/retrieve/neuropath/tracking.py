@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from localrag.config import NeuroPathSettings
 from localrag.llm.jsoncall import call_json
 from localrag.llm.prompts_np import track_messages, track_schema
 from localrag.memory.edges import Feedback
@@ -20,6 +19,7 @@ from localrag.retrieve.base import Context
 from localrag.retrieve.neuropath.events import CandidatePath, RoundStep
 from localrag.retrieve.neuropath.paths import Path, dedupe, embed_text, first_hop, next_hop, prune, render
 from localrag.retrieve.neuropath.replay import add_path, reject_last
+from localrag.retrieve.neuropath.settings import NeuroPathSettings
 
 
 FALLBACK_VALID = 3  # paths taken in embedding order when the model's choice is unusable

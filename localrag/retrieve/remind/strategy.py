@@ -32,13 +32,14 @@ The answer comes from the shared answer step, like every strategy.
 
 from __future__ import annotations
 
-from localrag.config import RemindSettings, Settings
+from localrag.config import Settings
 from localrag.memory.edges import Feedback, apply
 from localrag.retrieve.remind.calls import Budget, BudgetSpent, label
 from localrag.retrieve.remind.dfs import Expansion, expand, valid_steps
 from localrag.retrieve.remind.events import (ConfigStep, ExpansionStep, NodeSeed, PathsStep, RankingStep, RecalledEdge,
                                              RemindMemoryStep, RemindSeedsStep, StopStep)
 from localrag.retrieve.remind.graph import ENTITY, PASSAGE, Node, RemindGraph, entity, passage
+from localrag.retrieve.remind.settings import RemindSettings
 from localrag.retrieve.remind.walk import RemindWalk, WalkState
 from localrag.llm.prompts_remind import render_chunks
 from localrag.records import Retrieval, Trace

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from localrag.config import RemindSettings
 from localrag.ingest.chunker import count_tokens
 from localrag.llm.prompts_remind import STOP, ChunkView, OptionView, render_chunks
 from localrag.retrieve.remind.calls import Budget, BudgetSpent, choose_next, judge, summarise
 from localrag.retrieve.remind.dfs import Step
 from localrag.retrieve.remind.events import JudgeStep, MoveOption, MoveStep, SummaryStep
 from localrag.retrieve.remind.graph import ENTITY, PASSAGE, Candidate, Node, RemindGraph
+from localrag.retrieve.remind.settings import RemindSettings
 from localrag.records import Trace
 
 PREVIEW_CHARS = 120  # a candidate passage is shown by its first characters, like ReMindRAG's anchor titles
