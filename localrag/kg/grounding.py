@@ -1,8 +1,9 @@
 """Grounding filters: what a model says becomes a fact only if the passage backs it.
 
-ENVIRONMENT.md shows what SmolLM2-135M does when asked freely: repeats one triple until
-the list is full, uses the subject as the relation, invents names. Each such reply is
-rejected here with a reason, so the reasons can be counted and shown.
+Asked freely, SmolLM2-135M repeats one triple until the list is full, uses the subject as the
+relation and invents names (docs/benchmarks_kg.md "Extractor variants": half of its free facts
+are not grounded). Each such reply is rejected here with a reason, so the reasons can be counted
+and shown.
 """
 
 from __future__ import annotations

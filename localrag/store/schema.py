@@ -310,7 +310,7 @@ UPDATE documents SET size = -1, sha256 = '' WHERE id IN (SELECT doc_id FROM pass
 
 
 def _vault(dim: int) -> str:
-    """Vault semantics (issue 18): each note's front matter, the names a [[wikilink]] can call it
+    """Vault semantics: each note's front matter, the names a [[wikilink]] can call it
     by (file name, aliases), and its tags (front matter and inline) for filters.
 
     A wikilink names a note, not a path, so which note it resolves to (and so its link fact)
