@@ -1,4 +1,4 @@
-"""Time to evidence, first answer token and complete answer over examples/questions.jsonl (issue 14).
+"""Time to evidence, first answer token and complete answer over examples/questions.jsonl.
 
 One command prints the figures (p50 / p95 over the 12 questions, wall and CPU seconds, load
 average): the model is loaded and the embedder warmed before the first question, as in the

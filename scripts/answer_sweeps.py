@@ -1,4 +1,4 @@
-"""Sweeps behind the answer constants (issue 14), on a benchmark set's own index, no model call.
+"""Sweeps behind the answer constants, on a benchmark set's own index, no model call.
 
     python scripts/answer_sweeps.py evidence --data DIR [--ids FILE] [--limit N] [--strategy graph]
     python scripts/answer_sweeps.py abstain --data DIR [--ids FILE] [--limit N] [--strategy graph]
