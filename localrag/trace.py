@@ -82,6 +82,16 @@ class TraceEvent:
         """Lines the answer shows about this step (what memory recalled and learned)."""
         return ()
 
+    def ranking_inputs(self) -> dict[str, Any]:
+        """What the step handed to the final ranking (seeds, path documents, walked passages), as JSON
+        values by name: a benchmark record keeps them so the ranking can be replayed offline."""
+        return {}
+
+    def memory_figures(self) -> dict[str, int]:
+        """The edge-memory figures the step holds, by name (recalled_edges, from_knn, skipped_rounds,
+        tokens_saved_est, enhanced, penalised: those it has); {} for a step that is not memory's."""
+        return {}
+
     def tree_node(self, place: TreePlace) -> TreeNode:
         """The step's node in a trace with a reasoning path; by default its ``plain_node``."""
         return self.plain_node()
@@ -212,6 +222,11 @@ class MemoryEvent(TraceEvent, step="memory"):
     def learned(self) -> tuple[int, int]:
         """(edges enhanced, edges penalised) by this question."""
         return 0, 0
+
+    def memory_figures(self) -> dict[str, int]:
+        (skipped, saved), (enhanced, penalised) = self.savings(), self.learned()
+        return {"recalled_edges": self.recalled_edges, "skipped_rounds": skipped, "tokens_saved_est": saved,
+                "enhanced": enhanced, "penalised": penalised}
 
     def notes(self) -> tuple[str, ...]:
         """'memory: recalled 3 edges, skipped 1 round, ~1,240 tokens saved; learned: +2 / −0 edges'."""

@@ -28,8 +28,8 @@ from localrag.retrieve.base import Context
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.remind.strategy import fused_passages, onto_graph
 from localrag_bench.data import BenchDataError, load_dataset
-from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
-from localrag_bench.runner import completion_input
+from localrag_bench.neuropath_replay import (RecallSums, completion_input, fuse_with, no_entity_fallback, passage_ids,
+                                            ranked_doc_ids)
 
 KEEP_TOPS = (0, 1, 2, 3, 5)
 

@@ -25,8 +25,9 @@ from localrag.records import Trace
 from localrag.retrieve.graph import graph_ranked
 from localrag.retrieve.hybrid import hybrid_ranked
 from localrag_bench.data import default_work_dir, load_dataset
-from localrag_bench.neuropath_replay import RecallSums, fuse_with, no_entity_fallback, passage_ids, ranked_doc_ids
-from localrag_bench.runner import completion_input, prepare_index, tracking_summary
+from localrag_bench.neuropath_replay import (RecallSums, completion_input, fuse_with, no_entity_fallback, passage_ids,
+                                            ranked_doc_ids)
+from localrag_bench.runner import prepare_index, tracking_summary
 
 # name -> NeuroPathSettings overrides
 def _v(completion: str, graph: str, paths: float, fallback: float, **more) -> dict:

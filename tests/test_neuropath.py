@@ -192,7 +192,8 @@ def test_graph_list_restarts_at_the_seeds_and_the_path_ends(graph_index):
 
 
 def test_a_bench_record_replays_to_the_same_ranking(graph_index):
-    from localrag_bench.runner import completion_input, tracking_summary
+    from localrag_bench.neuropath_replay import completion_input
+    from localrag_bench.runner import tracking_summary
     from localrag.records import Trace
     from localrag.retrieve.neuropath import fuse
 
@@ -209,7 +210,8 @@ def test_a_bench_record_replays_to_the_same_ranking(graph_index):
 def test_a_chain_that_says_none_of_the_question_words_adds_nothing(graph_index):
     """SmolLM2 has answered timestamps as its chain: such a run is set aside, the fusion ranks alone."""
     import dataclasses
-    from localrag_bench.runner import completion_input, tracking_summary
+    from localrag_bench.neuropath_replay import completion_input
+    from localrag_bench.runner import tracking_summary
     from localrag.records import Trace
     from localrag.retrieve.graph import graph_ranked
     from localrag.retrieve.neuropath import fuse

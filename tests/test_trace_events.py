@@ -13,10 +13,12 @@ from localrag.config import Settings
 from localrag.records import Retrieval, Trace, observe_steps
 from localrag.retrieve import strategy_names
 from localrag.retrieve.neuropath import events as np_events
+from localrag.retrieve.remind import events as remind_events
 from localrag.retrieve.ppr import PPRSeedsStep as PprSeeds, Seed
 from localrag.trace import TraceEvent, UnknownStep, event_from_json, event_json
 from localrag.tui.pathtree import build_path_tree
-from localrag_bench.runner import completion_input, memory_figures, tracking_summary
+from localrag_bench.neuropath_replay import completion_input
+from localrag_bench.runner import memory_figures, tracking_summary
 
 from scripted_llm import ScriptedLLM
 from test_neuropath import QUESTION as NP_QUESTION
@@ -154,6 +156,32 @@ def test_a_result_file_record_reads_back_as_completion_input():
     assert (inp.docs, inp.ends, inp.seeds, inp.fallback, inp.chain, inp.requirement) == \
         ((824, 689), (6127, 7173), (7221,), True, "c", "r")
     assert completion_input({}) == completion_input({"seeds": []})  # an older record: empty inputs
+
+
+def test_the_bench_record_reads_each_step_through_its_own_methods():
+    """A result record's ``tracking`` and ``memory``, from ``ranking_inputs`` / ``memory_figures``."""
+    neuropath = Trace("neuropath")
+    neuropath.add(np_events.SeedsStep(seeds=(np_events.SeedLink("Mira", "mira okafor", 12, 0.97),
+                                             np_events.SeedLink("x", "y", 5, 0.8))))
+    neuropath.add(np_events.MemoryStep(recalled_edges=3, from_knn=2, skipped_rounds=1, tokens_saved_est=1240,
+                                       enhanced=4, penalised=1))
+    neuropath.add(np_events.CompletionStep(path_docs=(3, 9), path_ends=(4,), fallback=True, chain="c", requirement="r"))
+    neuropath.add(np_events.MemoryAnswerStep(cited=(3,), enhanced=2))
+    assert tracking_summary(neuropath) == {"seeds": [12, 5], "path_docs": [3, 9], "path_ends": [4], "fallback": True,
+                                           "chain": "c", "requirement": "r"}
+    assert memory_figures(neuropath) == {"recalled_edges": 3, "from_knn": 2, "skipped_rounds": 1,
+                                         "tokens_saved_est": 1240, "enhanced": 6, "penalised": 1}
+    remind = Trace("remind")
+    remind.add(remind_events.RemindSeedsStep(seeds=(remind_events.NodeSeed("a", 1, "entity", 0.9),)))
+    remind.add(remind_events.RemindMemoryStep(recalled_edges=5, enhanced=2, penalised=3))
+    remind.add(remind_events.RankingStep(collected=(7, 8), sufficient=True, recalled=(8,), fused=(7,)))
+    assert tracking_summary(remind) == {"collected": [7, 8], "sufficient": True, "recalled": [8]}
+    assert memory_figures(remind) == {"recalled_edges": 5, "from_knn": 0, "skipped_rounds": 0, "tokens_saved_est": 0,
+                                      "enhanced": 2, "penalised": 3}
+    answer_only = Trace("neuropath")
+    answer_only.add(np_events.MemoryAnswerStep())
+    assert memory_figures(answer_only) == dict.fromkeys(memory_figures(remind), 0), "a memory step, learning nothing"
+    assert tracking_summary(Trace("dense")) == memory_figures(Trace("dense")) == {}
 
 
 def test_every_declared_step_kind_has_a_unique_name_per_strategy():

@@ -1,5 +1,6 @@
 """NeuroPath's completion replayed under other settings, for the tuning scripts (scripts/neuropath_refuse.py,
-scripts/neuropath_variants.py): the library's own ``fuse`` with the ``neuropath`` settings swapped for the call,
+scripts/neuropath_variants.py, scripts/keep_top_replay.py): a result record's tracking read back
+(``completion_input``), the library's own ``fuse`` with the ``neuropath`` settings swapped for the call,
 so a variant measures the code that ships, and recall@2/@5 summed per variant."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context
@@ -27,6 +28,14 @@ def neuropath_settings(ctx: Context, **overrides: Any) -> Iterator[None]:
         yield
     finally:
         ctx.settings.neuropath = base
+
+
+def completion_input(tracking: Mapping[str, Any]) -> CompletionInput:
+    """What tracking handed to completion, from a record's ``tracking`` (runner.py ``tracking_summary``);
+    missing keys (older result files) are empty."""
+    return CompletionInput(tuple(tracking.get("path_docs", [])), tuple(tracking.get("path_ends", [])),
+                           str(tracking.get("chain", "")), str(tracking.get("requirement", "")),
+                           bool(tracking.get("fallback")), tuple(tracking.get("seeds", [])))
 
 
 def fuse_with(ctx: Context, query: str, inp: CompletionInput, k: int, **overrides: Any) -> Retrieval:

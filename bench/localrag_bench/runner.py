@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import random
 
@@ -39,10 +39,6 @@ from localrag.embedders import is_default
 from localrag.ingest.sync import Progress
 from localrag.records import LLMCallRecord, Trace
 from localrag.retrieve import strategy_names
-from localrag.retrieve.neuropath import CompletionInput
-from localrag.retrieve.neuropath import events as neuropath_events
-from localrag.retrieve.remind import events as remind_events
-from localrag.trace import MemoryEvent, TraceEvent
 
 # strategies that read the knowledge graph: the index must extract it first
 GRAPH_STRATEGIES = ("ppr", "graph", "neuropath", "remind")
@@ -250,54 +246,28 @@ def ask_one(assistant: Assistant, question: Question, strategy: str, options: Ru
 
 
 def tracking_summary(trace: Trace) -> dict:
-    """A record's ``tracking``: NeuroPath's seeds and completion inputs, remind's walked passages
-    (``collected``), from a trace; {} for other strategies.
+    """A record's ``tracking``: what each step handed to the final ranking (``TraceEvent.ranking_inputs``:
+    NeuroPath's seeds and completion inputs, remind's walked passages, ``collected``); {} for other strategies.
 
-    The bench's own format (``completion_input`` reads it back), kept in result files so other
-    fusions can be replayed offline (scripts/neuropath_refuse.py, scripts/keep_top_replay.py).
+    Kept in result files so other fusions can be replayed offline (``neuropath_replay.completion_input``
+    reads NeuroPath's back; scripts/neuropath_refuse.py, scripts/keep_top_replay.py).
     """
     out: dict = {}
     for step in trace.steps:
-        if isinstance(step, neuropath_events.SeedsStep):
-            out["seeds"] = [s.id for s in step.seeds]
-        elif isinstance(step, neuropath_events.CompletionStep):
-            out.update(path_docs=list(step.path_docs), path_ends=list(step.path_ends), fallback=step.fallback,
-                       chain=step.chain, requirement=step.requirement)
-        elif isinstance(step, remind_events.RankingStep):
-            out.update(collected=list(step.collected), sufficient=step.sufficient, recalled=list(step.recalled))
+        out.update(step.ranking_inputs())
     return out
-
-
-def completion_input(tracking: Mapping[str, Any]) -> CompletionInput:
-    """What tracking handed to completion, from a record's ``tracking`` (``tracking_summary``);
-    missing keys (older result files) are empty."""
-    return CompletionInput(tuple(tracking.get("path_docs", [])), tuple(tracking.get("path_ends", [])),
-                           str(tracking.get("chain", "")), str(tracking.get("requirement", "")),
-                           bool(tracking.get("fallback")), tuple(tracking.get("seeds", [])))
 
 
 MEMORY_FIGURES = ("recalled_edges", "from_knn", "skipped_rounds", "tokens_saved_est", "enhanced", "penalised")
 
 
-def _memory_numbers(step: TraceEvent) -> dict[str, int] | None:
-    """The memory figures one step holds (None: not a memory step)."""
-    if isinstance(step, neuropath_events.MemoryStep):
-        return {"recalled_edges": step.recalled_edges, "from_knn": step.from_knn, "skipped_rounds": step.skipped_rounds,
-                "tokens_saved_est": step.tokens_saved_est, "enhanced": step.enhanced, "penalised": step.penalised}
-    if isinstance(step, neuropath_events.MemoryAnswerStep):
-        return {"enhanced": step.enhanced}
-    if isinstance(step, MemoryEvent):
-        enhanced, penalised = step.learned()
-        return {"recalled_edges": step.recalled_edges, "enhanced": enhanced, "penalised": penalised}
-    return None
-
-
 def memory_figures(trace: Trace) -> dict[str, int]:
-    """The numbers of a trace's memory step(s); {} when the strategy neither read nor wrote memory."""
+    """The numbers of a trace's memory step(s) (``TraceEvent.memory_figures``); {} when the strategy
+    neither read nor wrote memory."""
     out: dict[str, int] = {}
     for step in trace.steps:
-        numbers = _memory_numbers(step)
-        if numbers is None:
+        numbers = step.memory_figures()
+        if not numbers:
             continue
         for name in MEMORY_FIGURES:
             out[name] = out.get(name, 0) + int(numbers.get(name, 0))

@@ -5,7 +5,7 @@ shows itself (progress line, reasoning-path tree node, path facts, notes)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from localrag.trace import MemoryEvent, SeedsEvent, TraceEvent, omit_empty, optional, renamed
 from localrag.trace_views import StepProgress, TreeNode, TreePlace, plural, seeds_node, short, shown
@@ -53,6 +53,9 @@ class SeedsStep(SeedsEvent, step="seeds", strategy=STRATEGY):
 
     def seed_names(self) -> tuple[str, ...]:
         return tuple(s.entity for s in self.seeds)
+
+    def ranking_inputs(self) -> dict[str, Any]:
+        return {"seeds": [s.id for s in self.seeds]}
 
     def tree_node(self, place: TreePlace) -> TreeNode:
         return seeds_node(f"{s.query} → {s.entity}  (sim {s.sim:.2f})" for s in self.seeds)
@@ -157,6 +160,9 @@ class MemoryStep(MemoryEvent, step="memory", strategy=STRATEGY):
     def learned(self) -> tuple[int, int]:
         return self.enhanced, self.penalised
 
+    def memory_figures(self) -> dict[str, int]:
+        return {**super().memory_figures(), "from_knn": self.from_knn}
+
 
 @dataclass(frozen=True)
 class MemoryAnswerStep(TraceEvent, step="memory_answer", strategy=STRATEGY):
@@ -169,6 +175,9 @@ class MemoryAnswerStep(TraceEvent, step="memory_answer", strategy=STRATEGY):
 
     def notes(self) -> tuple[str, ...]:
         return (f"memory: learned from the answer's citations: +{self.enhanced} edges",) if self.enhanced else ()
+
+    def memory_figures(self) -> dict[str, int]:
+        return {"enhanced": self.enhanced}
 
     def plain_node(self) -> TreeNode:
         return super().plain_node().add_lines(short(p) for p in self.paths)
@@ -204,3 +213,8 @@ class CompletionStep(TraceEvent, step="completion", strategy=STRATEGY):
 
     def path_facts(self) -> tuple[str, ...]:
         return (self.chain,) if self.chain else ()
+
+    def ranking_inputs(self) -> dict[str, Any]:
+        """What tracking handed to completion (with the seeds, a ``CompletionInput``'s fields)."""
+        return {"path_docs": list(self.path_docs), "path_ends": list(self.path_ends), "fallback": self.fallback,
+                "chain": self.chain, "requirement": self.requirement}

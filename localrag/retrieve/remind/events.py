@@ -6,6 +6,7 @@ show themselves in the reasoning-path tree and the answer's path facts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from localrag.trace import MemoryEvent, SeedsEvent, TraceEvent, optional, to_json_value
 from localrag.trace_views import TreeNode, TreePlace, seeds_node, short
@@ -149,3 +150,6 @@ class RankingStep(TraceEvent, step="ranking", strategy=STRATEGY):
     sufficient: bool = False  # the judge found the collected passages sufficient (or memory was trusted)
     recalled: tuple[int, ...] = ()  # passages memory expansion reached
     fused: tuple[int, ...] = ()  # the passages fused into the ranking (collected, or recalled only: confirmed_only)
+
+    def ranking_inputs(self) -> dict[str, Any]:
+        return {"collected": list(self.collected), "sufficient": self.sufficient, "recalled": list(self.recalled)}
