@@ -1,6 +1,8 @@
 """House rule: the readers of a trace (the answer, the API, the TUI) import no strategy's code, so a
 plugin strategy's steps are shown exactly as the built-ins' are: each step renders itself
-through ``TraceEvent`` (localrag/trace.py), and the readers call that.
+through ``TraceEvent`` (localrag/trace.py), and the readers call that. The bench's runner and
+reports read a trace the same way (a result record's tracking and memory figures), so they score a
+plugin strategy as they score a built-in.
 
 Parsed, not imported: the TUI's Textual stays unloaded.
 """
@@ -14,6 +16,10 @@ from localrag.retrieve.base import STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[1]
 READERS = [ROOT / "localrag" / "answer", ROOT / "localrag" / "api.py", ROOT / "localrag" / "tui"]
+BENCH = ROOT / "bench" / "localrag_bench"
+# bench modules that measure one strategy's own parts, so they import them: NeuroPath's completion
+# replayed, the `graph` fusion's constants swept from its lists, the entity graph's load timed (ppr's step)
+ONE_STRATEGY_BENCHES = {"neuropath_replay.py", "graph_sweep.py", "scale_graph.py"}
 
 
 def strategy_modules() -> set[str]:
@@ -52,6 +58,16 @@ def test_the_readers_of_a_trace_import_no_strategy():
     assert {"localrag.retrieve.neuropath", "localrag.retrieve.remind", "localrag.retrieve.graph"} <= forbidden
     files = _files()
     assert len(files) > 10, "the walk found the readers"
+    found = [hit for path in files
+             for hit in strategy_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)), forbidden)]
+    assert found == []
+
+
+def test_the_bench_reads_a_trace_as_the_readers_do():
+    forbidden = strategy_modules()
+    assert all((BENCH / name).is_file() for name in ONE_STRATEGY_BENCHES), "an exemption names a module that is gone"
+    files = sorted(p for p in BENCH.rglob("*.py") if p.name not in ONE_STRATEGY_BENCHES)
+    assert BENCH / "runner.py" in files and len(files) > 20, "the walk found the bench"
     found = [hit for path in files
              for hit in strategy_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)), forbidden)]
     assert found == []
