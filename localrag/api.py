@@ -17,7 +17,7 @@ from localrag.answer.compare import has_body
 from localrag.answer.flow import Composed, compose
 from localrag.question import AnswerRequest, Asked, Outcome, StrategyChoice
 from localrag.config import Settings
-from localrag.embed import Embedder, default_embedder
+from localrag.embed import Embedder, default_embedder, similarity_scale
 from localrag.embedders import embedder_for, is_default
 from localrag.errors import LocalragError
 from localrag.language import is_english
@@ -91,7 +91,8 @@ class Index:
             if not reembed or readonly:
                 raise
             self.store, self.replaced = reembed_start(settings.db_path, self.embedder)
-        self.store.graph.coref.configure(settings.graph.coref_k, settings.graph.coref_threshold)
+        self.store.graph.coref.configure(settings.graph.coref_k, settings.graph.coref_threshold,
+                                        similarity_scale(self.embedder))
 
     @property
     def folder(self) -> Path:

@@ -29,10 +29,11 @@ class EmbedderError(LocalragError, RuntimeError):
 class SimilarityScale:
     """A cosine of this embedder put on MiniLM's scale: ``offset + slope * (cosine - center)``.
 
-    The answer layer's constants (abstention below 0.35, the bonuses added to a sentence's
-    cosine) were chosen on MiniLM, where unrelated text scores about 0.06 and the best gold
-    sentence about 0.76; an embedder whose cosines crowd together (multilingual-e5: 0.81 and
-    0.90) gets the map that sends those two means to MiniLM's. Ranking by cosine alone is unchanged."""
+    Every constant compared with a cosine was chosen on MiniLM, where unrelated text scores about
+    0.06 and the best gold sentence about 0.76: the answer layer's (abstention below 0.35, the
+    bonuses added to a sentence's cosine), the graph's (coreference at 0.8, the PPR seeds' 0.75 and
+    0.5, the fusion's dense lead). An embedder whose cosines crowd together (multilingual-e5: 0.81
+    and 0.90) gets the map that sends those two means to MiniLM's. Ranking by cosine alone is unchanged."""
 
     center: float
     slope: float
@@ -41,11 +42,26 @@ class SimilarityScale:
     def apply(self, cosines: np.ndarray) -> np.ndarray:
         return self.offset + self.slope * (cosines - self.center)
 
+    def cosine_at(self, value: float) -> float:
+        """The cosine that ``apply`` puts at ``value`` (the inverse map; the slope is positive)."""
+        return self.center + (value - self.offset) / self.slope
+
+
+def similarity_scale(embedder: "Embedder") -> SimilarityScale | None:
+    """``embedder``'s scale, None where its cosines are on MiniLM's scale already."""
+    return getattr(embedder, "similarity_scale", None)
+
 
 def comparable_similarity(embedder: "Embedder", cosines: np.ndarray) -> np.ndarray:
     """``cosines`` of ``embedder`` on MiniLM's scale (as they are for an embedder without a scale)."""
-    scale: SimilarityScale | None = getattr(embedder, "similarity_scale", None)
+    scale = similarity_scale(embedder)
     return cosines if scale is None else scale.apply(cosines)
+
+
+def comparable_cosine(embedder: "Embedder", cosine: float) -> float:
+    """One cosine of ``embedder`` on MiniLM's scale: what a threshold chosen on MiniLM is compared with."""
+    scale = similarity_scale(embedder)
+    return cosine if scale is None else float(scale.apply(np.float64(cosine)))
 
 
 class Embedder(Protocol):

@@ -73,6 +73,26 @@ def test_e5_similarities_are_put_on_minilms_scale_for_the_answer_rules(e5, embed
     assert ranked[0].text.startswith("Extract") and ranked[0].similarity > below > ranked[-1].similarity
 
 
+def test_e5_coreference_keeps_spellings_of_one_name_not_every_pair_above_a_raw_0_8(tmp_path, e5):
+    from localrag.store.documents import NewPassage
+
+    names = ["ada lovelace", "lovelace ada", "london", "charles babbage", "orlinsford"]
+    vecs = e5.encode(names)
+    assert float(vecs[0] @ vecs[2]) > 0.8, "e5's unrelated names score above MiniLM's coreference threshold"
+    index = Index(_settings(write_notes(tmp_path / "notes", NOTES), tmp_path / "index.db"), e5)
+    try:
+        store = index.store
+        with store.transaction():
+            doc = store.docs.insert("n.md", 10, 1, "n.md", "markdown", "n.md")
+            pid = store.docs.insert_passage(doc, "n.md", NewPassage(0, "", "names", "n-0", 1, 1, 5))
+        store.graph.write_extraction(pid, [], names, e5.encode)
+        ids = store.graph.entities.ids(names)
+        assert [a for a, _ in store.graph.coref.stored(ids["ada lovelace"])] == [ids["lovelace ada"]]
+        assert store.graph.coref.stored(ids["london"]) == []
+    finally:
+        index.close()
+
+
 def test_an_index_records_its_embedder_and_refuses_another_ones_vectors(tmp_path, embedder):
     folder, db = write_notes(tmp_path / "notes", NOTES), tmp_path / "index.db"
     with_minilm = Index(_settings(folder, db), embedder)

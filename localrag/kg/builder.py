@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 from localrag.config import Settings
-from localrag.embed import Embedder
+from localrag.embed import Embedder, similarity_scale
 from localrag.ingest.chunker import Chunk
 from localrag.kg.extract import Extraction, ExtractorOptions, extract_passage
 from localrag.kg.name_families import embed_names
@@ -100,7 +100,7 @@ class GraphBuilder:
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
             self._llm.sinks.append(self._log_call)
-        store.graph.coref.configure(settings.graph.coref_k, settings.graph.coref_threshold)
+        store.graph.coref.configure(settings.graph.coref_k, settings.graph.coref_threshold, similarity_scale(embedder))
 
     # -- model ---------------------------------------------------------------------------
     def llm(self) -> RecordingLLM:

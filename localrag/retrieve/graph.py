@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from localrag.embed import SimilarityScale, similarity_scale
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
@@ -69,13 +70,14 @@ class FusionWeights:
     lexical_flat: float = 1.0  # the BM25 list's share when its head is flat (1: always fully)
     lexical_peak: float = 1.5
     dense_lead: float = 0.0
+    scale: SimilarityScale | None = None  # the embedder's (embed.similarity_scale): the dense lead on MiniLM's scale
 
     @classmethod
     def of(cls, ctx: Context) -> "FusionWeights":
         cfg = ctx.settings.graph
         return cls(cfg.fusion_dense, cfg.fusion_lexical, cfg.fusion_ppr, cfg.fusion_rrf_k, cfg.fusion_ppr_focus,
                    cfg.fusion_ppr_uncorroborated, cfg.fusion_corroboration_pool, cfg.fusion_lexical_flat,
-                   cfg.fusion_lexical_peak, cfg.fusion_dense_lead)
+                   cfg.fusion_lexical_peak, cfg.fusion_dense_lead, similarity_scale(ctx.embedder))
 
     def ppr_weight(self, focus: float, corroborated: bool = True) -> float:
         """The PPR list's weight for a walk of this seed focus (``seed_focus``) and corroboration."""
@@ -85,7 +87,7 @@ class FusionWeights:
     def lexical_weight(self, lexical: Ranking, dense: Ranking) -> float:
         """The BM25 list's weight for the flatness of its head (module doc, "Lexical confidence")."""
         peak = lexical_peak(lexical)
-        if peak is None or self.lexical_peak <= 1.0 or dense_lead(dense) < self.dense_lead:
+        if peak is None or self.lexical_peak <= 1.0 or dense_lead(dense, self.scale) < self.dense_lead:
             return self.lexical
         share = min(1.0, max(0.0, (peak - 1.0) / (self.lexical_peak - 1.0)))
         return self.lexical * (self.lexical_flat + (1.0 - self.lexical_flat) * share)
@@ -107,9 +109,12 @@ def lexical_peak(lexical: Ranking) -> float | None:
     return first / fifth if fifth > 0 and first > 0 else None
 
 
-def dense_lead(dense: Ranking) -> float:
-    """The dense list's first cosine minus its fifth (0: fewer than five hits)."""
-    return dense[0][1] - dense[HEAD - 1][1] if len(dense) >= HEAD else 0.0
+def dense_lead(dense: Ranking, scale: SimilarityScale | None = None) -> float:
+    """The dense list's first cosine minus its fifth, on MiniLM's scale (0: fewer than five hits)."""
+    if len(dense) < HEAD:
+        return 0.0
+    first, fifth = dense[0][1], dense[HEAD - 1][1]
+    return first - fifth if scale is None else float(scale.apply(np.float64(first)) - scale.apply(np.float64(fifth)))
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localrag.embed import comparable_cosine
 from localrag.kg.entity_graph import EntityGraph, entity_graph
 from localrag.text.spans import clean_markup, find_spans
 from localrag.records import Retrieval, Trace
@@ -71,10 +72,10 @@ def query_seeds(ctx: Context, query: str, qvec: np.ndarray) -> list[Seed]:
     *span_hits, query_hits = graph.entities.nearest(np.vstack([span_vecs, qvec]), max(1, cfg.ppr_query_knn))
     for span, hits in zip(unmatched, span_hits):
         for eid, sim in hits[:1]:
-            if sim >= cfg.ppr_span_min_sim and eid not in seeds:
+            if comparable_cosine(ctx.embedder, sim) >= cfg.ppr_span_min_sim and eid not in seeds:
                 seeds[eid] = Seed(eid, span, sim, "span")
     for eid, sim in query_hits[: cfg.ppr_query_knn]:
-        if sim >= cfg.ppr_knn_min_sim and eid not in seeds:
+        if comparable_cosine(ctx.embedder, sim) >= cfg.ppr_knn_min_sim and eid not in seeds:
             seeds[eid] = Seed(eid, "", sim, "query")
     names = graph.entities.names(list(seeds))
     return [Seed(s.entity, names.get(s.entity, s.name), s.weight, s.via) for s in seeds.values()]

@@ -23,6 +23,7 @@ from localrag.store.connection import driver
 from localrag.store.entity_matrix import NO_FLOOR, EntityMatrix
 
 if TYPE_CHECKING:
+    from localrag.embed import SimilarityScale
     from localrag.store.db import Store
 
 CANDIDATE_CAP = 64  # candidates scored exactly per new entity (real vaults: far fewer above the threshold)
@@ -40,8 +41,12 @@ class Coreference:
         self._floors_gen: int | None = None  # the matrix generation the floors were read at (None: read again)
         store.before_commit.append(self.refresh_dirty)
 
-    def configure(self, k: int, threshold: float) -> None:
-        self.k, self.threshold = int(k), float(threshold)
+    def configure(self, k: int, threshold: float, scale: "SimilarityScale | None" = None) -> None:
+        """``threshold`` on MiniLM's scale; ``scale``: the index's embedder's (embed.similarity_scale)."""
+        # the rows hold the embedder's own cosines and the matrix compares them by the thousand: the
+        # threshold goes through the inverse scale once instead of every cosine through the scale
+        self.k = int(k)
+        self.threshold = float(threshold) if scale is None else scale.cosine_at(float(threshold))
 
     def stored(self, entity_id: int) -> list[tuple[int, float]]:
         """The coref rows alone (the similarity aliases that coreference maintains)."""
