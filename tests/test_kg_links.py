@@ -244,3 +244,18 @@ def test_a_passages_signals_are_read_again_once_another_process_committed(kg_ind
     again = builder.signals(passage)
     assert again[0] is not first[0] and again[0] == first[0], "read again; the same link to beta"
     assert builder.signals(passage)[0] is again[0]
+
+
+def test_the_graph_phase_embeds_every_new_name_ahead_of_the_writes_link_names_included(kg_index, tmp_path):
+    from localrag.kg.builder import GraphBuilder  # the graph phase's own object, for its embedding calls
+
+    index = kg_index(write_notes(tmp_path / "notes", LINKED))
+    index.sync()
+    builder = GraphBuilder(index.store, index.embedder, index.settings)
+    calls: list[list[str]] = []
+    embed = builder.encode_names
+    builder.encode_names = lambda names: (calls.append(list(names)), embed(names))[1]
+    builder.run()
+    names = set(index.store.graph.entities.all().values())
+    assert {"alpha", "beta"} <= names  # a link's names: from the passage's signals, not its extraction
+    assert len(calls) == 1 and set(calls[0]) == names, "one call, ahead of the writes, for every name"

@@ -80,6 +80,11 @@ def extraction_text(p: Passage) -> str:
     return Chunk(p.text, p.heading, p.start_line, p.end_line, 0).embed_text
 
 
+def _pending_key(p: Passage) -> tuple[int, str, str, str]:
+    """What a pending passage's signals are read for: a sync that changed any of it re-queued the passage."""
+    return p.id, p.sha256, p.title, p.path
+
+
 class GraphBuilder:
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, llm=None):
         self.store = store
@@ -92,10 +97,9 @@ class GraphBuilder:
         self.timings = StepTimes()
         self._saved_at = time.perf_counter()
         self._requeued = 0  # writes refused this pass: the note was renamed or retitled meanwhile
-        # the names a pending passage's signals give, from extraction to its write
-        self._pending_names: dict[tuple[int, str, str, str], list[str]] = {}
         # a pending passage's signals with the database's data_version they were read at: the write
-        # reuses them only if no other connection (a sync in another process) committed since
+        # reuses them only if no other connection (a sync in another process) committed since; the
+        # names embedded ahead of the write are the extraction's and these (_new_names)
         self._pending_signals: dict[tuple[int, str, str, str], tuple[int, list[Triple], list[str]]] = {}
         if llm is not None:
             self._llm = llm if isinstance(llm, RecordingLLM) else RecordingLLM(llm)
@@ -167,7 +171,7 @@ class GraphBuilder:
     def signals(self, p: Passage) -> tuple[list[Triple], list[str]]:
         """Link, embed, alias, tag and property facts and the title mention (kg/vault.py): no model,
         never wrong about the notes' own structure."""
-        key, version = (p.id, p.sha256, p.title, p.path), self.store.data_version()
+        key, version = _pending_key(p), self.store.data_version()
         read = self._pending_signals.get(key)
         if read is not None and read[0] == version:
             return read[1], read[2]
@@ -231,11 +235,11 @@ class GraphBuilder:
         """The entity names of these passages not in the graph yet (nor in ``exclude``)."""
         names: list[str] = []
         for p, ex in pending:
-            key = (p.id, p.sha256, p.title, p.path)
-            if key not in self._pending_names:
-                links, mentions = self.signals(p)
-                self._pending_names[key] = [n for t in ex.triples + links for n in (t.head, t.tail)] + mentions
-            names += self._pending_names[key]
+            # the signals as first read, whatever committed since: these names are only embedded
+            # ahead, and the write reads the signals again (what it adds then is embedded then)
+            read = self._pending_signals.get(_pending_key(p))
+            links, mentions = (read[1], read[2]) if read is not None else self.signals(p)
+            names += [n for t in ex.triples + links for n in (t.head, t.tail)] + mentions
         names = [n for n in dict.fromkeys(names) if n and n not in exclude]
         known = self.store.graph.entities.ids(names)
         return [n for n in names if n not in known]
@@ -352,8 +356,7 @@ class GraphBuilder:
                 if added is not None:
                     written.append((p, ex, added))
         for p, _ in pending:
-            self._pending_names.pop((p.id, p.sha256, p.title, p.path), None)
-            self._pending_signals.pop((p.id, p.sha256, p.title, p.path), None)
+            self._pending_signals.pop(_pending_key(p), None)
         coref = self.store.graph.coref.seconds - coref_before
         self.timings.add("coref", coref)
         self.timings.add("write", time.perf_counter() - started - coref)
