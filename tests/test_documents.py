@@ -200,6 +200,52 @@ def test_mcp_open_gives_a_documents_page_by_its_locator_and_by_its_lines(documen
         tools.close()
 
 
+UNIT_LOCATORS = ["p. 12", "p. 1–2", "slide 3", "slide 3–4", "ch. 2", "ch. 10–11", "¶ 7", "¶ 7–9"]
+
+
+def test_a_unit_locator_is_written_and_read_by_one_pair_of_functions():
+    from localrag.ingest.documents.layout import CHAPTER, PAGE, PARAGRAPH, SLIDE, Units, format_units, parse_units
+
+    for text in UNIT_LOCATORS:
+        assert format_units(parse_units(text)) == text
+    for unit in (PAGE, SLIDE, CHAPTER, PARAGRAPH):
+        for units in (Units(unit, 3, 3), Units(unit, 12, 14)):
+            assert parse_units(format_units(units)) == units
+    assert parse_units("p. 1–2") == Units(PAGE, 1, 2)
+    for heading in ("§ Results", "§ Stage 2", "§ 3", "", "12-14", "p. 12-13", "page 12"):
+        assert parse_units(heading) is None, heading  # a heading, a line range, a person's way of writing it
+
+
+@pytest.mark.parametrize("kind", sorted(KNOWN))
+def test_every_locator_a_loader_writes_reads_back_as_its_units(kind):
+    from localrag.ingest.documents.layout import format_units, parse_units
+    from localrag.ingest.places import range_locator
+
+    loaded, passages = _passages(kind)
+    lines = len(loaded.text.split("\n"))
+    written = [place for _, place in passages] + [range_locator(loaded.layout, 1, lines)]
+    for place in written:
+        units = parse_units(place)
+        assert place.startswith("§ ") if units is None else format_units(units) == place, place
+    assert parse_units(written[-1]).last == loaded.layout.unit_at(lines)  # the whole text: its last unit
+
+
+def test_indexed_text_finds_units_by_number_and_never_a_heading_that_ends_in_one():
+    from localrag.ingest.places import IndexedText
+    from localrag.records import Passage
+
+    def passage(i: int, start: int, end: int, locator: str) -> Passage:
+        return Passage(i, 1, "a.pdf", "a", i, "", "\n".join(f"line {n}" for n in range(start, end + 1)), "x", start, end,
+                       locator=locator)
+
+    pages = IndexedText.of([passage(1, 1, 2, "p. 1"), passage(2, 3, 5, "p. 2"), passage(3, 6, 6, "p. 3")])
+    assert (pages.place("p. 2"), pages.place("page 3"), pages.place("p. 4")) == ((3, 5), (6, 6), None)
+    assert (pages.locator(1, 2), pages.locator(2, 6), pages.locator(4, 5)) == ("p. 1", "p. 1–3", "p. 2")
+    headed = IndexedText.of([passage(1, 1, 2, "§ Stage 2"), passage(2, 3, 4, "§ Stage 3")])
+    assert headed.place("p. 2") is None
+    assert headed.locator(1, 4) == "§ Stage 2–§ Stage 3"
+
+
 def test_a_pdfs_indexed_text_is_its_extracted_text_line_for_line(documents_index):
     from localrag.ingest.loaders import load_file
     from localrag.ingest.places import IndexedText

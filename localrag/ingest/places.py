@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 from localrag.ingest.chunker import Chunk, chunk_text
-from localrag.ingest.documents.layout import Layout
+from localrag.ingest.documents.layout import Layout, Units, format_units, parse_units
 from localrag.records import Passage
 
 HEADING_SEPARATOR = " > "
@@ -93,8 +93,7 @@ def place_lines(layout: Layout, place: str) -> tuple[int, int] | None:
 
 def range_locator(layout: Layout, start: int, end: int) -> str:
     """``p. 12`` or ``p. 12–13``: the units text lines ``start``..``end`` come from."""
-    first, last = layout.unit_at(start), layout.unit_at(end)
-    return layout.label(first) if first == last else f"{layout.label(first)}–{last}"
+    return format_units(Units(layout.unit, layout.unit_at(start), layout.unit_at(end)))
 
 
 @dataclass(frozen=True)
@@ -118,8 +117,8 @@ class IndexedText:
         m = _PLACE.match(place)
         if m is None:
             return None
-        number = m.group(1)
-        found = [p for p in self.passages if _unit_number(p.locator) == number]
+        number = int(m.group(1))
+        found = [p for p in self.passages if (units := parse_units(p.locator)) and units.first <= number <= units.last]
         return (found[0].start_line, max(p.end_line for p in found)) if found else None
 
     def locator(self, start: int, end: int) -> str:
@@ -128,12 +127,9 @@ class IndexedText:
         if not inside:
             return f"{start}-{end}"
         first, last = inside[0].locator, inside[-1].locator
-        return first if first == last else f"{first}–{_unit_number(last)}"
-
-
-_UNIT_NUMBER = re.compile(r"(\d+)\s*$")
-
-
-def _unit_number(locator: str) -> str:
-    m = _UNIT_NUMBER.search(locator)
-    return m.group(1) if m else ""
+        if first == last:
+            return first
+        opening, closing = parse_units(first), parse_units(last)
+        if opening is None or closing is None or opening.unit != closing.unit:
+            return f"{first}–{last}"  # headings, not units: both named
+        return format_units(Units(opening.unit, opening.first, closing.last))

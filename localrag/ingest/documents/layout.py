@@ -2,11 +2,13 @@
 
 A person finds a passage of a PDF by its page, of a deck by its slide, of a Word file or an
 e-book by its heading. ``Layout.units[i]`` is the page, slide, chapter or paragraph (1-based)
-that text line ``i + 1`` came from; the passage's locator is built from it (ingest/places.py).
+that text line ``i + 1`` came from; the passage's locator is built from it (ingest/places.py),
+written by ``format_units`` and read back by ``parse_units``: the store keeps only that string.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from localrag.errors import LocalragError
@@ -18,7 +20,8 @@ PARAGRAPH = "paragraph"
 
 # units a passage never spans: each page, slide or chapter is chunked on its own
 SEPARATE_UNITS = frozenset({PAGE, SLIDE, CHAPTER})
-_LABELS = {PAGE: "p. {}", SLIDE: "slide {}", CHAPTER: "ch. {}", PARAGRAPH: "¶ {}"}
+_LABELS = {PAGE: "p. ", SLIDE: "slide ", CHAPTER: "ch. ", PARAGRAPH: "¶ "}
+_UNIT_LOCATOR = re.compile(rf"^({'|'.join(re.escape(label) for label in _LABELS.values())})(\d+)(?:–(\d+))?$", re.ASCII)
 
 # Reasons recorded for documents that are skipped (shown by `localrag status`)
 PDF_ERROR = "pdf-error"
@@ -58,7 +61,32 @@ class Layout:
         return self.units[min(max(line, 1), len(self.units)) - 1]
 
     def label(self, number: int) -> str:
-        return _LABELS[self.unit].format(number)
+        return format_units(Units(self.unit, number, number))
+
+
+@dataclass(frozen=True)
+class Units:
+    """Units ``first``..``last`` of one kind: what a locator such as ``p. 12`` or ``¶ 7–9`` names."""
+
+    unit: str  # PAGE | SLIDE | CHAPTER | PARAGRAPH
+    first: int
+    last: int
+
+
+def format_units(units: Units) -> str:
+    """``p. 12``, ``slide 3``, ``ch. 2``, ``¶ 7``; ``p. 12–13`` for more than one: a passage's locator."""
+    label = f"{_LABELS[units.unit]}{units.first}"
+    return label if units.last == units.first else f"{label}–{units.last}"
+
+
+def parse_units(locator: str) -> Units | None:
+    """The units a locator ``format_units`` wrote names; None for any other (a heading's ``§ Results``, "")."""
+    m = _UNIT_LOCATOR.match(locator)
+    if m is None:
+        return None
+    unit = next(kind for kind, label in _LABELS.items() if label == m.group(1))
+    first = int(m.group(2))
+    return Units(unit, first, int(m.group(3)) if m.group(3) else first)
 
 
 @dataclass(frozen=True)
