@@ -49,7 +49,7 @@ VARIANTS: dict[str, dict] = {
     "rrf8[paths x0.3, hybrid, ppr]": _v("hybrid", "ppr", 0.3, 0.3),
     "rrf30[paths x0.5 (fb x0.3), hybrid, ppr]": _v("hybrid", "ppr", 0.5, 0.3, fuse_k=30),
 }
-# completion starting from the no-LLM `graph` fusion (issue 15): graph list + paths x w + chain hits x c
+# completion starting from the no-LLM `graph` fusion: graph list + paths x w + chain hits x c
 for _w in (0.1, 0.3, 0.5):
     for _c in (0.0, 0.3):
         VARIANTS[f"graph + paths x{_w} + chain x{_c}"] = _v("graph", "none", _w, _w, chain_weight=_c)
