@@ -53,7 +53,7 @@ def _one_error_line(err: str) -> str:
     return lines[0]
 
 
-# -- item 5: options before the command ---------------------------------------------------------------
+# -- options before the command -----------------------------------------------------------------------
 
 def test_top_level_options_work_before_the_command(small_notes, tmp_path, capsys):
     db = tmp_path / "elsewhere" / "index.db"
@@ -77,7 +77,7 @@ def test_an_unknown_option_is_one_line_with_exit_2(small_notes, capsys):
     assert code == 2 and "unrecognized arguments: --bogus" in _one_error_line(err)
 
 
-# -- item 2: a mistyped folder ------------------------------------------------------------------------
+# -- a mistyped folder --------------------------------------------------------------------------------
 
 def test_a_missing_folder_is_refused_and_nothing_is_created(tmp_path, capsys):
     missing = tmp_path / "no" / "such" / "dir"
@@ -89,7 +89,7 @@ def test_a_missing_folder_is_refused_and_nothing_is_created(tmp_path, capsys):
     assert not (tmp_path / "no").exists(), "nothing may be created for a folder that does not exist"
 
 
-# -- item 4: ordinary mistakes, no tracebacks ---------------------------------------------------------
+# -- ordinary mistakes, no tracebacks -----------------------------------------------------------------
 
 def test_a_file_instead_of_a_folder_is_a_usage_error(small_notes, tmp_path, capsys):
     # a long path: the one line must not be wrapped at 80 columns either
@@ -139,7 +139,7 @@ def test_an_unexpected_error_is_one_line_pointing_at_debug(small_notes, monkeypa
     assert code == 1 and "unexpected ZeroDivisionError: simulated bug" in line and "--debug" in line
 
 
-# -- issue 34 item 3: the messages that were wrong or missing -------------------------------------------
+# -- odd input and settings: bytes, limits, folders and files mixed up, typos, unwritable places --------
 
 def test_a_question_with_bytes_that_are_not_utf8_is_asked(small_notes, tmp_path, capsys):
     # the shell hands `$'\xff\xfe'` over as lone surrogates (surrogateescape), which SQLite refuses

@@ -246,10 +246,10 @@ def test_doctor_repair_cli_on_a_file_that_is_not_a_database(folder):
     assert '"documents": 6' in r.stdout
 
 
-# -- noticing damage where it is cheap (issue 19) ----------------------------------------------------------
+# -- noticing damage where it is cheap ---------------------------------------------------------------------
 
 def _random_bytes_in_the_middle(db: Path, seed: int = 19) -> None:
-    """What the issue did: 4 KB of random bytes written into the middle of index.db."""
+    """The damage of docs/reliability.md: 4 KB of random bytes written into the middle of index.db."""
     size = db.stat().st_size
     with db.open("r+b") as fh:
         fh.seek(size // 2)
@@ -341,7 +341,7 @@ def test_a_live_process_is_not_taken_for_a_dead_one(tmp_path):
     first.close()
 
 
-# -- issue 34: damage named with the repair, a passing failure not taken for damage -----------------------
+# -- damage named with the repair, a passing failure not taken for damage ---------------------------------
 
 def test_doctor_names_the_repair_when_it_finds_damage(folder):
     _random_bytes_in_the_middle(_db(folder))

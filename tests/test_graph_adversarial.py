@@ -101,7 +101,7 @@ def test_a_note_of_20k_links_with_a_vector_a_name_has_bounded_coreference(tmp_pa
     embedder = AlikeEmbedder()
     _, _, coref, scored = _graph_phase(_links_note(tmp_path), embedder, monkeypatch)
     assert embedder.encoded >= LINKS
-    assert len(scored) >= LINKS and max(scored) <= coref_module.CANDIDATE_CAP  # before: up to 20,000 each
+    assert len(scored) >= LINKS and max(scored) <= coref_module.CANDIDATE_CAP  # not all 20,000 alike names
     per_entity = aliases_per_entity(coref)
     assert len(per_entity) >= LINKS and max(per_entity.values()) == 4  # every name has its k - 1 aliases
 

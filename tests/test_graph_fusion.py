@@ -38,7 +38,7 @@ def test_hub_damping_lowers_the_hub_passage_not_the_specific_one():
     raw = passage_scores(eg, mass, 0.0, 0.0)
     assert raw[0] > raw[1] and np.isclose(raw[2], 0.4)
     per_passage = passage_scores(eg, mass, 0.0, 1.0)
-    assert per_passage[1] > per_passage[0]  # the hub's long mention list no longer wins
+    assert per_passage[1] > per_passage[0]  # the hub's long mention list does not win
     idf = passage_scores(eg, mass, 1.0, 0.0)
     assert idf[2] < raw[2] / 2  # mass on an entity every passage mentions counts a third
 

@@ -256,7 +256,7 @@ def test_read_bytes_stops_at_the_limit_for_a_growing_file(tmp_path: Path, monkey
     assert err.value.reason == "too-large"
 
 
-# -- names, per-file failures, accounting (issue 19) ---------------------------------------------------
+# -- names, per-file failures, accounting --------------------------------------------------------------
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"),
                     reason="only Linux lets a file name be arbitrary bytes (macOS and Windows names are Unicode)")

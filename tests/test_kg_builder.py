@@ -92,7 +92,7 @@ def test_move_and_retitle_cost_no_model_call(kg_index, tmp_path):
     assert first_calls == report.llm_calls > 0
     shutil.move(folder / "charles-babbage.md", folder / "babbage.md")  # a move keeps passage ids
     index.sync()
-    # the note linking to charles-babbage.md is re-queued: its link target disappeared (issue 3, link facts)
+    # the note linking to charles-babbage.md is re-queued: its link target disappeared (link facts)
     assert index.store.graph.queue.length() == 1
     text = NOTES["charles-babbage.md"].replace("# Charles Babbage", "# Babbage, Charles")
     (folder / "babbage.md").write_text(text, encoding="utf-8")  # new title, same body passage

@@ -1,7 +1,7 @@
-"""Graph-index fixes of issue 3: link facts follow their targets' titles, cut extractions are
+"""What the graph index guarantees: link facts follow their targets' titles, cut extractions are
 retried under a larger token budget, and the served schema cannot open or close a data block.
 
-Link facts are checked the way the bug showed: an index updated incrementally must end with
+Link facts are checked end to end: an index updated incrementally must end with
 the same graph as a fresh index of the final folder, after each kind of change to a link target
 (retitled, created, deleted, renamed) and to the linking note itself (moved to another folder).
 """
