@@ -5,7 +5,7 @@ Starts the server on 127.0.0.1 with the given GGUF, answers one question over th
 HotpotQA-100 passages twice with each pick, and prints the number of allowed answers, the answer
 and the seconds, or the error a pick ends in (docs/benchmarks.md "Answers: who picks the short answer"):
 
-    .venv/bin/python scripts/served_copy_check.py /work/models-cache/qwen2.5-coder-0.5b.gguf
+    .venv/bin/python scripts/served_copy_check.py models/qwen2.5-coder-0.5b.gguf
 """
 
 from __future__ import annotations
