@@ -179,7 +179,7 @@ class AnswerSettings:
     copy_min_params: int = 300_000_000
     copy_max_words: int = 8
     # abstain without asking the model when the best evidence sentence is less similar than this
-    # (cosine, MiniLM; 0 = never) ...
+    # (cosine on MiniLM's scale: another embedder's through its SimilarityScale; 0 = never) ...
     abstain_below: float = 0.35
     # ... or than this when more than half of the names the question gives have no note among those
     # found (localrag/answer/abstain.py; 0 = never). Both chosen together on the dev questions

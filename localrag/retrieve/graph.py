@@ -1,6 +1,6 @@
 """`graph`: personalised PageRank over the entity graph, dense and lexical retrieval, fused. No LLM.
 
-No single retriever is best everywhere (docs/benchmarks.md "The `graph` fusion"): PPR
+No single retriever is best everywhere (docs/benchmarks.md "Retrieval: the `graph` fusion"): PPR
 leads on 2Wiki, lexical and hybrid on HotpotQA and on real notes, where plain PPR
 collapses. The three rankings are fused by weighted reciprocal rank
 (``settings.graph.fusion_*``, chosen on the dev sets).

@@ -38,7 +38,7 @@ class GraphSettings:
     fusion_corroboration_pool: int = 10
     # the BM25 list counts fully when its first score is `lexical_peak` times its fifth, this share of it when
     # its head is flat (the question's words are everywhere) while the dense list's first cosine beats its fifth
-    # by `dense_lead`, linearly between (localrag/retrieve/graph.py "Lexical confidence")
+    # by `dense_lead` (cosines on MiniLM's scale), linearly between (localrag/retrieve/graph.py "Lexical confidence")
     fusion_lexical_flat: float = 0.5
     fusion_lexical_peak: float = 1.5
     fusion_dense_lead: float = 0.02
