@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import json
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 MAX_TEXTS = 16  # more than this (indexing) is sentence-transformers' job
 MAX_TOKENS = 128  # … and so is anything longer
+
+
+@lru_cache(maxsize=1)
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 class NumpyMiniLM:
@@ -45,6 +52,7 @@ class NumpyMiniLM:
         self._file = safe_open(str(model_dir / "model.safetensors"), framework="np")
         self._words = self._file.get_slice("embeddings.word_embeddings.weight")
         self._weights: dict[str, np.ndarray] = {}
+        self._transposed: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
     def _w(self, name: str) -> np.ndarray:
@@ -59,7 +67,12 @@ class NumpyMiniLM:
         return (x - mean) / np.sqrt(var + self.eps) * self._w(prefix + ".weight") + self._w(prefix + ".bias")
 
     def _dense(self, x: np.ndarray, prefix: str) -> np.ndarray:
-        return x @ self._w(prefix + ".weight").T + self._w(prefix + ".bias")
+        # a row-major copy of W.T, once: a dozen query rows times the stored (out, in) matrix's
+        # transposed view took twice the CPU, with the same products
+        w = self._transposed.get(prefix)
+        if w is None:
+            w = self._transposed[prefix] = np.ascontiguousarray(self._w(prefix + ".weight").T)
+        return x @ w + self._w(prefix + ".bias")
 
     def _layer(self, x: np.ndarray, i: int) -> np.ndarray:
         p = f"encoder.layer.{i}."
@@ -82,7 +95,9 @@ class NumpyMiniLM:
         return self._norm(self._dense(hidden, p + "output.dense") + x, p + "output.LayerNorm")
 
     def _forward(self, ids: np.ndarray) -> np.ndarray:
-        with self._lock:
+        # one BLAS thread: products this small gain nothing from more, and threads that spin
+        # beside other work (an index being built, a model answering) cost ten times the CPU
+        with self._lock, _blas().limit(limits=1, user_api="blas"):
             rows = {int(i): self._words[int(i):int(i) + 1][0] for i in set(ids.tolist())}  # only the rows used
             x = (np.stack([rows[int(i)] for i in ids])
                  + self._w("embeddings.position_embeddings.weight")[:len(ids)]
