@@ -199,7 +199,7 @@ class AnswerSettings:
     # "model" by default: on the notes suite neither writer wins on every corpus (the quote on the tldr
     # pages, the bundled model's pick on dendron and the Rust book: docs/benchmarks.md "Notes suite")
     writer: WriterMode = "model"
-    write_min_params: int = 3_000_000_000  # a guess: the largest model measured is 0.5B
+    write_min_params: int = 3_000_000_000  # a guess: the largest model whose answers were measured is 0.5B
 
 
 @dataclass
@@ -209,8 +209,9 @@ class Settings:
     # auto = `graph` (no LLM) with a model below auto_min_params (or of unknown size), NeuroPath
     # starting from `graph` with a larger one once the graph is built (Assistant.resolve)
     strategy: str = "auto"
-    # SmolLM2-135M and Qwen2.5-Coder-0.5B both lose recall to `graph` when they track paths
-    # (docs/benchmarks.md "`auto`: the strategy by model size"); 3B is the first size class not measured to lose
+    # tracking paths, 135M and 0.5B models add at most one gold passage in twenty questions and a 1.5B
+    # one trades a first-two place for a top-five one at ~42 s a question on 2 cores (docs/benchmarks.md
+    # "`auto`: the strategy by model size"); 3B is the first size class not measured
     auto_min_params: int = 3_000_000_000
     top_k: int = 5
     # hybrid retrieval: reciprocal-rank fusion constant and how many hits each retriever contributes
