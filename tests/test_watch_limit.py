@@ -173,7 +173,8 @@ def test_localrag_watch_past_the_real_limit_warns_on_stderr_and_indexes_an_edit(
     index.close()
     unwatched_note = _last_walked(root) / "crate.md"
     cmd = _limited([str(REPO / ".venv" / "bin" / "localrag"), "watch", str(root), "--no-graph"])
-    watch = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env())
+    watch = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                             env={**_env(), "PYTHONFAULTHANDLER": "1"})
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in watch.stdout], daemon=True).start()
     try:
@@ -189,6 +190,10 @@ def test_localrag_watch_past_the_real_limit_warns_on_stderr_and_indexes_an_edit(
         watch.send_signal(signal.SIGINT)
         try:
             _, err = watch.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            watch.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack: where it hangs
+            _, err = watch.communicate(timeout=30)
+            pytest.fail(f"localrag watch still running 30 s after SIGINT; its threads:\n{err[-6000:]}")
         finally:
             watch.kill()
     assert f"{unwatched_note.relative_to(root).as_posix()} -> +0 ~1" in line
