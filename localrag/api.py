@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Collection
 
 from localrag.answer import EMPTY_ANSWER, Answer
 from localrag.answer.events import AnswerDone, EventSink, Retrieved, RetrievalStarted, from_trace_event
@@ -99,12 +99,15 @@ class Index:
         return self.settings.folder_path
 
     def sync(self, progress: Callable[[Progress], None] | None = None,
-             should_stop: Callable[[], bool] | None = None, wait_s: float = 600.0) -> SyncReport:
-        """Bring the index in step with the folder (one writer at a time)."""
+             should_stop: Callable[[], bool] | None = None, wait_s: float = 600.0,
+             only: Collection[str] | None = None) -> SyncReport:
+        """Bring the index in step with the folder (one writer at a time); ``only``: just these
+        relative file paths (and documents under them as folders), as a watcher's batch names them."""
         if not self.folder.is_dir():
             raise FileNotFoundError(f"notes folder not found: {self.folder}")
         with writer_lock(self.settings.db_path, wait_s=wait_s):
-            return sync_folder(self.store, self.folder, self.settings.index, self.embedder, progress, should_stop)
+            return sync_folder(self.store, self.folder, self.settings.index, self.embedder, progress, should_stop,
+                               only=only)
 
     def extract_graph(self, progress: Callable[["GraphProgress"], None] | None = None,
                       should_stop: Callable[[], bool] | None = None, llm=None,

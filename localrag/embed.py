@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -75,6 +75,19 @@ class Embedder(Protocol):
     def encode_one(self, text: str) -> np.ndarray:
         """One unit-norm vector (implementations may memoise)."""
         ...
+
+
+@runtime_checkable
+class Preloadable(Protocol):
+    def load_model(self) -> None:
+        """Load the weights now rather than on the first text that needs them (seconds: torch's import)."""
+        ...
+
+
+def preload(embedder: Embedder) -> None:
+    """Load ``embedder``'s model now where it loads on first need; a no-op for the others."""
+    if isinstance(embedder, Preloadable):
+        embedder.load_model()
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -159,6 +172,11 @@ class MiniLMEmbedder:
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    def load_model(self) -> None:
+        """Import torch and load the weights now (seconds), not on the first texts the numpy pass
+        does not take (more than a few, or a long one)."""
+        self._load()
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, *, threads: int = 0) -> np.ndarray:
         """``threads``: torch threads for this call only (0 = torch's setting, all cores)."""

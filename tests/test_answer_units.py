@@ -11,7 +11,8 @@ from rich.console import Console
 
 from localrag.answer import Answer, Citation, checked_reply, strip_markup
 from localrag.answer.evidence import (
-    EvidenceSentence, rank_evidence, residual_words, specific_share, split_units, with_residual, with_specific,
+    EvidenceSentence, names_a_key, rank_evidence, residual_words, specific_share, split_units, with_residual,
+    with_specific,
 )
 from localrag.answer.record import answer_record
 from localrag.answer.shape import classify
@@ -56,6 +57,28 @@ def test_markdown_units_keep_list_items_table_rows_code_and_headings_whole():
     for u in units:
         first_words = u.text.split("\n")[0].strip("|#- ").split()[0]
         assert first_words in lines[u.line_offset], (u, lines[u.line_offset])
+
+
+def test_a_bare_lead_in_keeps_the_sentence_it_follows_and_a_comment_never_parts_it_from_its_code():
+    text = ("Tests run in parallel. To run them one at a time, send the `--test-threads` flag. "
+            "Take a look at the following example:\n\n<!-- a maintainer's note -->\n\n"
+            "```console\n$ cargo test -- --test-threads=1\n```\n")
+    units = split_units(text)
+    assert [u.text for u in units] == [
+        "Tests run in parallel.",
+        "To run them one at a time, send the `--test-threads` flag. Take a look at the following example:\n"
+        "$ cargo test -- --test-threads=1"]
+    assert not any("maintainer" in u.text for u in units)  # what a reader never sees is no evidence
+
+
+def test_a_heading_that_names_a_key_joins_the_unit_below_it():
+    assert names_a_key("createMissingLinkedNotes") and names_a_key("`nav_order`") and names_a_key("Rc::clone")
+    assert not any(names_a_key(h) for h in ("Method", "Bruce McCandless", "LeRoy D. Brown", "DR Class 23.10",
+                                            "How links create notes that do not exist yet"))
+    units = split_units("## createMissingLinkedNotes\n\n- Create notes that do not exist yet\n\n## Method\n\nRun it.\n")
+    assert [(u.text, u.kind) for u in units] == [
+        ("createMissingLinkedNotes\n- Create notes that do not exist yet", "item"), ("Method", "heading"),
+        ("Run it.", "sentence")]
 
 
 def test_evidence_ranks_the_answering_sentence_first_with_its_line(embedder):

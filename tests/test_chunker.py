@@ -33,6 +33,28 @@ def test_sizes_are_bounded():
     assert all(count_tokens(c.text) >= 100 for c in chunks[:-1])
 
 
+def test_a_lead_in_opens_the_passage_of_what_it_announces():
+    # a command-line note: each item announces the command line below it
+    items = [f"- Extract archive number {i} into a chosen folder with its permissions kept:\n\n`tar xf archive{i}.tar`"
+             for i in range(12)]
+    text = "# tar\n\n> Archiving utility.\n\n" + "\n\n".join(items) + "\n"
+    chunks = chunk_text(text, "markdown", "tar", 32, 65)  # without the rule 4 passages end with a lead-in
+    assert len(chunks) > 2
+    lines = text.split("\n")
+    for c in chunks:
+        assert not c.text.rstrip().endswith(":"), c.text
+        assert c.text.strip() == "\n".join(lines[c.start_line - 1:c.end_line]).strip()
+    for i in range(12):
+        [holder] = [c for c in chunks if f"archive number {i} " in c.text]
+        assert f"`tar xf archive{i}.tar`" in holder.text
+
+
+def test_a_lead_in_alone_under_its_heading_is_not_carried():
+    text = "# Setup\n\nRun this:\n\n```\n" + "step\n" * 200 + "```\n"
+    chunks = chunk_text(text, "markdown", "Setup", 40, 90)
+    assert "Run this:" in chunks[0].text  # the heading never stands alone in a passage
+
+
 def test_one_huge_line_is_split():
     text = "x " * 5000
     chunks = chunk_text(text, "text", "", 100, 300)

@@ -149,3 +149,37 @@ def test_each_file_is_one_transaction(index, notes_dir, monkeypatch):
     report = index.sync()
     assert report.updated + report.added >= 1
     assert index.store.integrity_check() == "ok"
+
+
+def test_a_sync_of_named_paths_touches_only_those(index, notes_dir):
+    """What a watcher's batch names: an edit, a move (both names), a deleted folder; a change it does
+    not name waits for the next full sync."""
+    saltreach = notes_dir / "saltreach.md"
+    saltreach.write_text(saltreach.read_text() + "\nThe ferry to Saltreach leaves at dawn.\n")
+    (notes_dir / "archive").mkdir()
+    shutil.move(notes_dir / "quillhaven.md", notes_dir / "archive" / "quillhaven.md")
+    unnamed = notes_dir / "orlinsford.md"
+    unnamed.write_text(unnamed.read_text() + "\nNot named in the batch.\n")
+    folder = next(p for p in notes_dir.iterdir() if p.is_dir() and p.name != "archive" and any(p.rglob("*.md")))
+    in_folder = sorted(p.relative_to(notes_dir).as_posix() for p in folder.rglob("*.md"))
+    shutil.rmtree(folder)
+
+    report = index.sync(only={"saltreach.md", "quillhaven.md", "archive/quillhaven.md", folder.name})
+    assert report.paths_only and report.files_seen == 2
+    assert (report.updated, report.moved, report.removed, report.added) == (1, 1, len(in_folder), 0)
+    assert all(index.store.docs.get(rel) is None for rel in in_folder)
+    assert index.store.docs.get("orlinsford.md").size != unnamed.stat().st_size  # not named: not read
+
+    full = index.sync()
+    assert not full.paths_only and full.updated == 1 and full.removed == 0
+
+
+def test_a_sync_of_named_paths_skips_what_a_full_walk_skips(index, notes_dir):
+    (notes_dir / ".hidden").mkdir()
+    (notes_dir / ".hidden" / "secret.md").write_text("# Secret\n\nNever indexed.\n")
+    (notes_dir / "linked").symlink_to(notes_dir / "archive-target", target_is_directory=True)
+    (notes_dir / "archive-target").mkdir()
+    (notes_dir / "archive-target" / "moor.md").write_text("# Moor\n\nThe moor road.\n")
+    report = index.sync(only={".hidden/secret.md", "linked/moor.md"})
+    assert report.files_seen == 0 and not report.changed
+    assert index.store.docs.get(".hidden/secret.md") is None and index.store.docs.get("linked/moor.md") is None

@@ -192,18 +192,42 @@ def test_autoindexer_follows_edits_deletes_and_new_folders(indexed_notes: Path, 
             cycle = run.next()
             assert "people/wenna-strake.md" in cycle.trigger.paths
             assert cycle.sync.updated == 1 and cycle.sync.passages_added >= 1
+            assert cycle.sync.paths_only and cycle.sync.files_seen == 1  # the batch's file, not the folder
             assert hybrid_paths(index, "pet heron Bartholomew Quillfeather")[0] == "people/wenna-strake.md"
 
             (notes_dir / "orlinsford.md").unlink()
             cycle = run.next()
-            assert cycle.sync.removed == 1
+            assert cycle.sync.removed == 1 and cycle.sync.paths_only
             assert "orlinsford.md" not in hybrid_paths(index, "Orlinsford town river Velkra")
 
             (notes_dir / "archive" / "old").mkdir(parents=True)
             (notes_dir / "archive" / "old" / "zeppelin.md").write_text("# Zeppelin\n\nThe zeppelin Hollowmere docks at Saltreach.\n")
             cycle = run.next()
-            assert cycle.sync.added == 1
+            assert cycle.sync.added == 1 and not cycle.sync.paths_only  # a new folder: the whole folder is synced
             assert index.store.docs.get("archive/old/zeppelin.md") is not None
+            # the full sync after each batch of files found nothing the events missed: no cycle of its own
+            with pytest.raises(queue.Empty):
+                run.next(timeout=1.0)
+    finally:
+        index.close()
+
+
+def test_a_change_the_events_missed_is_caught_by_the_full_sync_after_the_batch(indexed_notes: Path, settings_for,
+                                                                               embedder) -> None:
+    notes_dir = indexed_notes
+    index = Index(settings_for(notes_dir), embedder)
+    try:
+        with _Runner(index, watch=False) as run:
+            run.next()
+            for name in ("saltreach.md", "quillhaven.md"):
+                note = notes_dir / name
+                note.write_text(note.read_text() + f"\nA line added to {name}.\n")
+            run.indexer.submit(ChangeBatch(paths={"saltreach.md"}, modified=1))  # no event for quillhaven.md
+            named = run.next()
+            assert named.sync.paths_only and named.sync.updated == 1
+            missed = run.next()
+            assert not missed.sync.paths_only and missed.sync.updated == 1 and missed.trigger is named.trigger
+            assert any("A line added to quillhaven.md" in p.text for p in index.store.docs.passages_of("quillhaven.md"))
     finally:
         index.close()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from markdown_it import MarkdownIt
@@ -38,6 +38,7 @@ RESIDUAL_WEIGHT = 0.3
 # path::like identifier, a Windows /flag, an acronym ("use `-p-` for all ports", "sends only 4 packets")
 _SPECIFIC = re.compile(r"`[^`]+`|\b\d[\w.:-]*|\b[A-Z][a-z]+[A-Z]\w*|\b\w+(?:::\w+)+|(?<![\w-])--?\w[\w-]*|(?<![\w/])/[a-z?]\w*|\b[A-Z]{2,}\b")
 SPECIFIC_FULL = 2  # this many specific tokens the question does not say earn the whole bonus
+LEAD_IN_COLONS = (":", "\uff1a")  # Chinese and Japanese write the full-width colon "：" before code
 MAX_UNIT_CHARS = 600  # a very long unit (a code block, a giant table row) is cut for display and embedding
 
 
@@ -85,12 +86,23 @@ def _parser():
 
 def _paragraph_units(content: str, first_line: int) -> list[Unit]:
     flat = content.replace("\n", " ")  # same length: offsets stay valid for the line count
-    out = []
-    for start, end in sentences(flat):
-        text = flat[start:end].strip()
-        if text:
-            out.append(Unit(text, first_line + content.count("\n", 0, start), "sentence"))
-    return out
+    spans = [(start, end) for start, end in sentences(flat) if flat[start:end].strip()]
+    if len(spans) > 1 and _bare_lead_in(flat[spans[-1][0]:spans[-1][1]]):
+        spans[-2:] = [(spans[-2][0], spans[-1][1])]
+    return [Unit(flat[start:end].strip(), first_line + content.count("\n", 0, start), "sentence") for start, end in spans]
+
+
+BARE_LEAD_IN_WORDS = 8  # "Take a look at the following example:" says nothing of what the code shows
+
+
+def _bare_lead_in(sentence: str) -> bool:
+    """A short sentence that only announces what follows: the sentence before it says what that is
+    ("… you can send the `--test-threads` flag … Take a look at the following example:")."""
+    text = sentence.rstrip()
+    return text.endswith(LEAD_IN_COLONS) and len(text.split()) <= BARE_LEAD_IN_WORDS
+
+
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 
 
 def split_units(text: str) -> list[Unit]:
@@ -136,10 +148,10 @@ def split_units(text: str) -> list[Unit]:
         elif tok.type in ("fence", "code_block"):
             if tok.content.strip():
                 units.append(Unit(tok.content.strip("\n"), line + (tok.type == "fence"), "code"))
-        elif tok.type == "html_block" and tok.content.strip():
-            units.extend(_paragraph_units(tok.content.strip(), line))
+        elif tok.type == "html_block" and _HTML_COMMENT.sub("", tok.content).strip():
+            units.extend(_paragraph_units(tok.content.strip(), line))  # a comment alone is never shown to a reader
         i += 1
-    return _with_code([u for u in units if u.text.strip()])
+    return _under_headings(_with_code([u for u in units if u.text.strip()]))
 
 
 _CODE_ONLY = re.compile(r"^`[^`]+`$")  # a paragraph that is one code span: a command-line note's example
@@ -150,28 +162,55 @@ def _is_code(unit: Unit) -> bool:
     return unit.kind == "code" or (unit.kind == "sentence" and bool(_CODE_ONLY.match(unit.text.strip())))
 
 
-LEAD_IN_COLONS = (":", "\uff1a")  # Chinese and Japanese write the full-width colon "：" before code
+def _join_pairs(units: list[Unit], joined: Callable[[Unit, Unit], Unit | None]) -> list[Unit]:
+    """Each unit and the one after it as ``joined`` makes them one (None: they stay apart)."""
+    out: list[Unit] = []
+    i = 0
+    while i < len(units):
+        both = joined(units[i], units[i + 1]) if i + 1 < len(units) else None
+        out.append(both if both is not None else units[i])
+        i += 2 if both is not None else 1
+    return out
 
 
 def _with_code(units: list[Unit]) -> list[Unit]:
     """A unit that introduces code ("Extract an archive into a folder:", "run the following command:")
     and the code right after it become one unit: the lead-in says what the code does, the code is the
     answer, and apart neither says both."""
-    out: list[Unit] = []
-    i = 0
-    while i < len(units):
-        unit = units[i]
-        nxt = units[i + 1] if i + 1 < len(units) else None
-        if nxt is not None and unit.kind in ("item", "sentence") and not _is_code(unit) \
-                and unit.text.rstrip().endswith(LEAD_IN_COLONS) and _is_code(nxt):
-            code = nxt.text.strip()
-            code = code if len(code) <= CODE_KEPT_CHARS else code[:CODE_KEPT_CHARS].rstrip() + " …"
-            out.append(Unit(f"{unit.text.rstrip()}\n{code}", unit.line_offset, unit.kind, unit.context))
-            i += 2
-            continue
-        out.append(unit)
-        i += 1
-    return out
+    return _join_pairs(units, _lead_in_and_code)
+
+
+def _lead_in_and_code(unit: Unit, nxt: Unit) -> Unit | None:
+    if unit.kind not in ("item", "sentence") or _is_code(unit) or not unit.text.rstrip().endswith(LEAD_IN_COLONS) \
+            or not _is_code(nxt):
+        return None
+    code = nxt.text.strip()
+    code = code if len(code) <= CODE_KEPT_CHARS else code[:CODE_KEPT_CHARS].rstrip() + " …"
+    return Unit(f"{unit.text.rstrip()}\n{code}", unit.line_offset, unit.kind, unit.context)
+
+
+# an identifier: a setting, a command or a type (nav_order, createMissingLinkedNotes, `tar`, Rc::clone)
+# (lower camelCase only: "McCandless", "LeRoy" and "MacArthur" are names)
+_KEY = re.compile(r"`[^`]+`|[a-z][a-z0-9]*[A-Z][\w-]*|\w*[a-z0-9]_\w+|[A-Za-z_]\w*(?:(?:::|\.)\w+)+|--?\w[\w-]*")
+
+
+def names_a_key(heading: str) -> bool:
+    """Whether a heading is an identifier rather than words ("createMissingLinkedNotes", not "Method")."""
+    words = heading.split()
+    return 0 < len(words) <= 3 and any(_KEY.fullmatch(w.strip("()")) for w in words)
+
+
+def _under_headings(units: list[Unit]) -> list[Unit]:
+    """A heading that names a key and the unit right below it become one unit: in notes such a heading
+    often is what the section answers with ("### createMissingLinkedNotes" above "- Create notes that do not exist
+    yet"), and the unit alone never says it (docs/benchmarks.md "Notes suite: answers")."""
+    return _join_pairs(units, _key_heading_and_unit)
+
+
+def _key_heading_and_unit(unit: Unit, nxt: Unit) -> Unit | None:
+    if unit.kind != "heading" or nxt.kind in ("heading", "row") or not names_a_key(unit.text):
+        return None
+    return Unit(f"{unit.text}\n{nxt.text}", unit.line_offset, nxt.kind, nxt.context)
 
 
 def _item_text(tokens: list, start: int) -> list[str]:

@@ -13,7 +13,9 @@ from localrag.commands.common import add_folder, console, err_console, settings_
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("watch", parents=[common], help="index a folder, then re-index on every change until Ctrl-C",
                        description="Index a folder, then watch it (create / modify / delete / move, new subfolders) "
-                       "and run an incremental sync after each debounced batch of changes. One line per batch.")
+                       "and sync the changed files after each debounced batch of changes, then the whole folder once it has been "
+                       "quiet for a second (what the events missed). One line per batch, and one for what the "
+                       "folder's sync found that the events did not.")
     add_folder(p, required=True)
     p.add_argument("--no-graph", action="store_true", help="only the fast phase (dense and lexical search)")
     p.add_argument("--debounce-ms", type=int, help="quiet period before a batch is synced (index.watch_debounce_ms)")

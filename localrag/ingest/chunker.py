@@ -188,6 +188,19 @@ def _split_line(line: str, max_tokens: int) -> list[str]:
     return final
 
 
+LEAD_IN_ENDS = (":", "\uff1a")
+
+
+def _carried_lead_in(blocks: list[_Block], max_tokens: int) -> bool:
+    """Whether the last block announces the next one ("- Extract an archive:" above its command, "… like
+    this:" above a listing): it then opens the next passage with what it announces rather than end
+    this one, where neither half says what the other means."""
+    last = blocks[-1]
+    return (not last.heading_level and last.text.rstrip().endswith(LEAD_IN_ENDS)
+            and count_tokens(last.text) <= max_tokens // 3
+            and any(not b.heading_level for b in blocks[:-1]))
+
+
 def chunk_text(text: str, kind: str = "markdown", title: str = "", min_tokens: int = 100, max_tokens: int = 300) -> list[Chunk]:
     """Pack paragraphs under their heading into passages of about min..max tokens."""
     headings: list[tuple[int, str]] = []
@@ -232,7 +245,11 @@ def chunk_text(text: str, kind: str = "markdown", title: str = "", min_tokens: i
         for piece in _split_long(block, max_tokens):
             t = count_tokens(piece.text)
             if cur and cur_tokens + t > max_tokens:
+                lead_in = cur.pop() if _carried_lead_in(cur, max_tokens) else None
                 flush()
+                if lead_in is not None:
+                    cur_heading = heading_path()
+                    cur, cur_tokens = [lead_in], count_tokens(lead_in.text)
             if not cur:
                 cur_heading = heading_path()
             cur.append(piece)

@@ -7,7 +7,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from localrag.ingest import ignore as ignore_rules
 from localrag.ingest.loaders import LOADABLE_SUFFIXES, NOT_REGULAR, UNREADABLE
@@ -114,7 +114,7 @@ def walk(root: Path, extensions: list[str], ignore: list[str]) -> tuple[list[Fou
         kept_dirs = []
         for d in sorted(dirnames):
             rel = rel_dir + display_name(d)
-            if d.startswith(".") or d == STATE_DIR or is_ignored(rel + "/", ignore) or is_ignored(rel, ignore):
+            if _left_out_dir(d, rel, ignore):
                 continue
             outside = _outside_dir_link(Path(dirpath) / d, root)
             if outside is not None:
@@ -132,6 +132,39 @@ def walk(root: Path, extensions: list[str], ignore: list[str]) -> tuple[list[Fou
             elif entry is not None:
                 rejected.append(entry)
     return found, rejected
+
+
+def examine_paths(root: Path, rels: Iterable[str], extensions: list[str],
+                  ignore: list[str]) -> tuple[list[FoundFile], list[Rejected]]:
+    """What ``walk`` finds at these file paths (relative, as display text) and nowhere else: a
+    path that is gone, or lies in a folder ``walk`` does not enter (hidden, ignored, a symlink),
+    is in neither list."""
+    root = root.resolve()
+    found: list[FoundFile] = []
+    rejected: list[Rejected] = []
+    for rel in sorted(set(rels)):
+        if not is_candidate(rel, extensions, ignore) or not _entered(root, rel, ignore):
+            continue
+        entry = _examine(root / fs_name(rel), rel, root)
+        if isinstance(entry, FoundFile):
+            found.append(entry)
+        elif entry is not None:
+            rejected.append(entry)
+    return found, rejected
+
+
+def _left_out_dir(name: str, rel: str, ignore: list[str]) -> bool:
+    return name.startswith(".") or name == STATE_DIR or is_ignored(rel + "/", ignore) or is_ignored(rel, ignore)
+
+
+def _entered(root: Path, rel: str, ignore: list[str]) -> bool:
+    """Whether ``walk`` enters every folder above ``rel`` (it lists a folder symlink but never enters it)."""
+    parts = rel.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        rel_dir = "/".join(parts[:depth])
+        if _left_out_dir(parts[depth - 1], rel_dir, ignore) or os.path.islink(root / fs_name(rel_dir)):
+            return False
+    return True
 
 
 def _walk_tree(top: str, onerror: Callable[[OSError], None]) -> Iterator[tuple[str, list[str], list[str]]]:

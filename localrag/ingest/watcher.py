@@ -9,9 +9,10 @@ Both the TUI (in a Textual thread worker) and ``localrag watch`` use it. Where t
 inotify limits stop the native observer from watching every folder, the watcher polls instead
 and says so once (``ingest/observers.py``).
 
-A sync is always a full incremental sync (stat-diffed, cheap) rather than a per-path
-update: a batch can miss events (editors that save via rename, folders moved in whole),
-and the sync is correct whatever the events said.
+A batch of a few files is first synced by its paths alone (milliseconds, where a full sync
+of a 38k-note folder stats every file for over a second), then the whole folder is synced
+(stat-diffed) as well: a batch can miss events (editors that save via rename, folders moved
+in whole), and the full sync is correct whatever the events said.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from localrag.config import IndexSettings
+from localrag.embed import preload
 from localrag.ingest.ignore import IGNORE_FILE, folder_patterns
 from localrag.ingest.observers import (POLL_INTERVAL_S, WatchFallback, fallback_for_error, fallback_for_unwatched,
                                        folders_under, start_native, start_polling, stop_observer, unwatched)
 from localrag.ingest.sync import Progress, SyncReport
-from localrag.ingest.walker import STATE_DIR, display_name, is_candidate, is_ignored
+from localrag.ingest.walker import STATE_DIR, display_name, fs_name, is_candidate, is_ignored
 from localrag.store.lock import LockBusy
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,11 @@ logger = logging.getLogger(__name__)
 # another process (a CLI `localrag index`) may hold the writer lock: wait a little, then retry later
 LOCK_WAIT_S = 2.0
 LOCK_RETRY_S = 5.0
+# a batch naming more files than this (a folder copied in, a checkout) is synced as a whole folder
+TARGETED_MAX_PATHS = 64
+# the full sync after a batch of files waits this long for the next change: a user saving note after
+# note does not wait for a walk of the whole folder (over a second at 38k notes) between saves
+FULL_SYNC_QUIET_S = 1.0
 # events that never change a file's content
 _IGNORED_EVENTS = {"opened", "closed_no_write"}
 
@@ -296,7 +303,7 @@ class AutoIndexer:
         self._held = threading.Event()
         self._stop = threading.Event()
         self.busy = False  # a sync or graph phase is running
-        self.phase = ""  # "sync" | "graph" | "" (idle)
+        self.phase = ""  # "sync" | "graph" | "load" (the embedder's model, once) | "" (idle)
         self.watching = False
         self.on_watch_fallback = on_watch_fallback  # told once if the folder is polled instead of watched natively
         self.watch_fallback: WatchFallback | None = None
@@ -334,6 +341,10 @@ class AutoIndexer:
     def request_sync(self) -> None:
         self._queue.put(None)
 
+    def submit(self, batch: ChangeBatch) -> None:
+        """A batch of changes to sync (what the folder watcher reports; public for other event sources)."""
+        self._queue.put(batch)
+
     def stop(self) -> None:
         self._stop.set()
         self._queue.put(None)
@@ -346,12 +357,13 @@ class AutoIndexer:
         self.running = True
         watcher = None
         if self.watch:
-            watcher = FolderWatcher(self.index.folder, self.index.settings.index, self._queue.put,
+            watcher = FolderWatcher(self.index.folder, self.index.settings.index, self.submit,
                                     debounce_s=self.debounce_s, on_fallback=self._watch_fell_back)
             watcher.start()
             self.watching = True
         try:
             self._queue.put(None)
+            preloaded = False
             while not stopping():
                 try:
                     item = self._queue.get(timeout=0.2)
@@ -361,6 +373,9 @@ class AutoIndexer:
                 if self.paused or stopping():
                     continue  # resume() queues a full sync
                 self._cycle(trigger, stopping)
+                if not preloaded and self.watch:
+                    preloaded = True
+                    self._preload()
         finally:
             self.watching = False
             if watcher is not None:
@@ -369,6 +384,17 @@ class AutoIndexer:
             self.finished.set()
 
     # -- internals -------------------------------------------------------------------
+    def _preload(self) -> None:
+        """The embedder's model loaded after the start-up sync rather than during the first edit's
+        sync, which would wait seconds for it."""
+        self.busy, self.phase = True, "load"
+        try:
+            preload(self.index.embedder)
+        except Exception as exc:  # the sync that needs the model reports it
+            logger.info("the embedding model was not preloaded: %s", exc)
+        finally:
+            self.busy, self.phase = False, ""
+
     def _watch_fell_back(self, fallback: WatchFallback) -> None:
         self.watch_fallback = fallback
         if self.on_watch_fallback is not None:
@@ -390,8 +416,21 @@ class AutoIndexer:
 
     def _cycle(self, trigger: ChangeBatch | None, stopping: Callable[[], bool]) -> None:
         interrupted = lambda: stopping() or self.paused  # noqa: E731
-        sync = self._guarded(IndexCycle(trigger, "sync"), lambda c: self._sync(c, interrupted))
-        self.on_result(sync)
+        paths = self._batch_files(trigger)
+        if paths:
+            first = self._guarded(IndexCycle(trigger, "sync"), lambda c: self._sync(c, interrupted, only=paths))
+            self.on_result(first)
+            self._save_matrix(first)
+            if first.error or first.stopped or not self._quiet_for(FULL_SYNC_QUIET_S, interrupted):
+                return  # a newer change goes first: its cycle ends with the full sync
+            # then the whole folder, for what the events missed
+            newer = lambda: interrupted() or not self._queue.empty()  # noqa: E731
+            sync = self._guarded(IndexCycle(trigger, "sync"), lambda c: self._sync(c, newer))
+            if sync.error or (sync.sync is not None and sync.sync.changed):
+                self.on_result(sync)
+        else:
+            sync = self._guarded(IndexCycle(trigger, "sync"), lambda c: self._sync(c, interrupted))
+            self.on_result(sync)
         if sync.error or sync.stopped or not self.has_graph_phase or self._held.is_set():
             self._save_matrix(sync)
             return
@@ -399,6 +438,25 @@ class AutoIndexer:
         graph_stop = lambda: interrupted() or self._held.is_set() or not self._queue.empty()  # noqa: E731
         graph = self._guarded(IndexCycle(trigger, "graph"), lambda c: self._extract(c, graph_stop))
         self.on_result(graph)
+
+    def _quiet_for(self, seconds: float, interrupted: Callable[[], bool]) -> bool:
+        """Whether no newer change arrives (and nothing interrupts) for ``seconds``."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            if not self._queue.empty() or interrupted():
+                return False
+            time.sleep(0.05)
+        return self._queue.empty() and not interrupted()
+
+    def _batch_files(self, trigger: ChangeBatch | None) -> frozenset[str]:
+        """The files a batch names, when a sync of just those is enough to make it searchable: not
+        for the start-up sync, a new ignore file, a folder created or moved in, or a big batch."""
+        if trigger is None or not trigger.paths or len(trigger.paths) > TARGETED_MAX_PATHS or IGNORE_FILE in trigger.paths:
+            return frozenset()
+        root = Path(self.index.folder)
+        if any((root / fs_name(rel)).is_dir() for rel in trigger.paths):
+            return frozenset()
+        return frozenset(trigger.paths)
 
     def _save_matrix(self, sync: IndexCycle) -> None:
         """No graph phase this cycle (it saves the walk matrix itself): keep the saved matrix
@@ -428,8 +486,8 @@ class AutoIndexer:
             self.busy, self.phase = False, ""
         return cycle
 
-    def _sync(self, cycle: IndexCycle, interrupted: Callable[[], bool]) -> None:
-        cycle.sync = self.index.sync(self.on_sync_progress, interrupted, wait_s=LOCK_WAIT_S)
+    def _sync(self, cycle: IndexCycle, interrupted: Callable[[], bool], only: frozenset[str] | None = None) -> None:
+        cycle.sync = self.index.sync(self.on_sync_progress, interrupted, wait_s=LOCK_WAIT_S, only=only)
         cycle.stopped = interrupted()
 
     def _extract(self, cycle: IndexCycle, graph_stop: Callable[[], bool]) -> None:

@@ -48,6 +48,18 @@ class Documents:
         rows = self.s.query("SELECT id, path, size, mtime_ns, sha256, kind, title FROM documents")
         return {r[1]: Document(*r) for r in rows}
 
+    def at_or_under(self, paths: Iterable[str]) -> dict[str, Document]:
+        """The documents at these paths, and those under any of them taken as a folder (one deleted
+        or moved whole)."""
+        out: dict[str, Document] = {}
+        for path in dict.fromkeys(paths):
+            folder = path.rstrip("/") + "/"
+            # "0" follows "/" in code-point order: the range is every path that starts with the folder
+            rows = self.s.query("SELECT id, path, size, mtime_ns, sha256, kind, title FROM documents "
+                                "WHERE path = ? OR (path >= ? AND path < ?)", (path, folder, folder[:-1] + "0"))
+            out.update((r[1], Document(*r)) for r in rows)
+        return out
+
     def get(self, path: str) -> Document | None:
         row = self.s.one("SELECT id, path, size, mtime_ns, sha256, kind, title FROM documents WHERE path = ?", (path,))
         return Document(*row) if row else None

@@ -66,6 +66,8 @@ class IndexingRows(IndexProgress):
         if self.indexer.paused:
             return "paused (F7 resumes)"
         if self.indexer.busy or self.cycles_done == 0:
+            if self.indexer.phase == "load":
+                return "indexing: loading the embedding model"
             return "indexing: building the graph" if self.indexer.phase == "graph" else "indexing: reading and embedding files"
         if not self.indexer.watching:
             return "idle (not watching)"
