@@ -209,9 +209,10 @@ class Settings:
     # auto = `graph` (no LLM) with a model below auto_min_params (or of unknown size), NeuroPath
     # starting from `graph` with a larger one once the graph is built (Assistant.resolve)
     strategy: str = "auto"
-    # tracking paths, 135M and 0.5B models add at most one gold passage in twenty questions and a 1.5B
-    # one trades a first-two place for a top-five one at ~42 s a question on 2 cores (docs/benchmarks.md
-    # "`auto`: the strategy by model size"); 3B is the first size class not measured
+    # tracking paths, 135M and 0.5B models add at most one gold passage in twenty questions; a 1.5B one
+    # trades a first-two place for a top-five one on 2wiki and changes nothing on MuSiQue and the dendron
+    # vault, at 27-47 s a question on 2 cores (docs/benchmarks.md "`auto`: the strategy by model size");
+    # 3B is the first size class not measured
     auto_min_params: int = 3_000_000_000
     top_k: int = 5
     # hybrid retrieval: reciprocal-rank fusion constant and how many hits each retriever contributes
