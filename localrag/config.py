@@ -196,10 +196,11 @@ class AnswerSettings:
     # with its citation, the best candidate span inside it marked; no model call, short and open
     # questions alike), "model" (the model: its pick or copy of a span by `pick`, free text for open
     # questions), "auto": quote below write_min_params (or of unknown size), model from there.
-    # "model" by default: on the notes suite neither writer wins on every corpus (the quote on the tldr
-    # pages, the bundled model's pick on dendron and the Rust book: docs/benchmarks.md "Notes suite")
-    writer: WriterMode = "model"
-    write_min_params: int = 3_000_000_000  # a guess: the largest model whose answers were measured is 0.5B
+    # "auto" by default: with the bundled model the quote's answer hit is higher on all three notes
+    # corpora and it is never ungrounded; Qwen2.5-Coder-1.5B writes better answers but ungrounded ones
+    # too, in 12 s (docs/benchmarks.md "Notes suite: answers")
+    writer: WriterMode = "auto"
+    write_min_params: int = 3_000_000_000  # a guess between the 1.5B model measured and the papers' models
 
 
 @dataclass

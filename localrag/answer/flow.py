@@ -243,15 +243,28 @@ def _quote(out: Composed, question: str, settings: AnswerSettings, passages: lis
     if choices is not None and _decided_or_unknown(out, choices, settings, passages, first):
         return
     emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="quote", choices=len(choices or ())))
-    best = out.evidence[0] if out.evidence else None
+    best, span = _answering_unit(out.evidence[:settings.evidence_shown], choices)
     if best is None:
         _abstain(out, passages, "no sentence of the passages to quote")
         return
-    span = _span_inside(best, choices) if choices is not None else ""
     first(span or best.plain)
     out.picked_by = "quote"
     out.notes.append("answer: the evidence that answers, quoted from the note (answer.writer = quote)")
     _cite_sentence(out, span, best, passages)
+
+
+def _answering_unit(shown: Sequence[EvidenceSentence], choices: Choices | None) -> tuple[EvidenceSentence | None, str]:
+    """The shown unit to quote and the span marked in it: for a short question the first shown unit
+    that says a candidate answer ("- The rye and plum loaf, obviously." restates the question; the
+    next unit says "cardamom"), else the best unit."""
+    if not shown:
+        return None, ""
+    if choices is not None:
+        for unit in shown:
+            span = _span_inside(unit, choices)
+            if span:
+                return unit, span
+    return shown[0], ""
 
 
 def _span_inside(sentence: EvidenceSentence, choices: Choices) -> str:
