@@ -238,6 +238,7 @@ def test_neuropath_tracking_and_answer_through_the_server(served: ServerProcess,
     for name, text in notes.items():
         (folder / name).write_text(text)
     overrides = {"neuropath.ner": "llm", "llm.url": served.url, "llm.retries": 1, "llm.json_max_tokens": 300,
+                 "answer.writer": "model",
                  "llm.answer_max_tokens": 64, "answer.mode": "shape"}
     index = Index(settings_for(folder, **overrides), embedder)
     try:

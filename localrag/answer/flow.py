@@ -243,9 +243,11 @@ def _quote(out: Composed, question: str, settings: AnswerSettings, passages: lis
     if choices is not None and _decided_or_unknown(out, choices, settings, passages, first):
         return
     emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape="quote", choices=len(choices or ())))
-    best, span = _answering_unit(out.evidence[:settings.evidence_shown], choices)
+    # notes are data: a unit that holds an instruction to the model is evidence, never the answer
+    best, span = _answering_unit(without_instructions(out.evidence)[:settings.evidence_shown], choices)
     if best is None:
-        _abstain(out, passages, "no sentence of the passages to quote")
+        _abstain(out, passages, "no sentence of the passages to quote" if not out.evidence
+                 else "the passages hold instructions to the model, and no other evidence")
         return
     first(span or best.plain)
     out.picked_by = "quote"
@@ -256,7 +258,7 @@ def _quote(out: Composed, question: str, settings: AnswerSettings, passages: lis
 def _answering_unit(shown: Sequence[EvidenceSentence], choices: Choices | None) -> tuple[EvidenceSentence | None, str]:
     """The shown unit to quote and the span marked in it: for a short question the first shown unit
     that says a candidate answer ("- The rye and plum loaf, obviously." restates the question; the
-    next unit says "cardamom"), else the best unit."""
+    next unit says cardamom), else the best unit."""
     if not shown:
         return None, ""
     if choices is not None:
