@@ -255,29 +255,26 @@ def _quote(out: Composed, question: str, settings: AnswerSettings, passages: lis
     _cite_sentence(out, span, best, passages)
 
 
+MARKED_CANDIDATES = 3  # only the ranking's best candidates are marked: its tail holds words like "still"
+
+
 def _answering_unit(shown: Sequence[EvidenceSentence], choices: Choices | None) -> tuple[EvidenceSentence | None, str]:
     """The shown unit to quote and the span marked in it: for a short question the first shown unit
-    that says a candidate answer ("- The rye and plum loaf, obviously." restates the question; the
-    next unit says cardamom), else the best unit."""
+    that says one of the best-ranked candidates, taken in their order ("- The rye and plum loaf,
+    obviously." restates the question; the next unit says cardamom); else the best unit, unmarked."""
     if not shown:
         return None, ""
-    if choices is not None:
+    best = [t for t in (choices.texts if choices is not None else ()) if t not in (NOT_IN_NOTES, "yes", "no")]
+    for text in best[:MARKED_CANDIDATES]:
         for unit in shown:
-            span = _span_inside(unit, choices)
-            if span:
-                return unit, span
+            if _says(unit, text):
+                return unit, text
     return shown[0], ""
 
 
-def _span_inside(sentence: EvidenceSentence, choices: Choices) -> str:
-    """The best-ranked candidate span that the sentence says ("" when none does)."""
+def _says(sentence: EvidenceSentence, text: str) -> bool:
     said = f" {' '.join(sentence.plain.lower().split())} "
-    for text in choices.texts:
-        if text in (NOT_IN_NOTES, "yes", "no"):
-            continue
-        if f" {' '.join(text.lower().split())} " in said or (len(text) > 3 and text.lower() in said):
-            return text
-    return ""
+    return f" {' '.join(text.lower().split())} " in said or (len(text) > 3 and text.lower() in said)
 
 
 def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, settings: AnswerSettings, passages: list,
