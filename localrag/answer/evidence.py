@@ -19,7 +19,7 @@ from markdown_it import MarkdownIt
 from localrag.embed import Embedder, comparable_similarity
 from localrag.records import Passage, Retrieval
 from localrag.text.normalise import title_key
-from localrag.text.sentences import sentences
+from localrag.text.sentences import announces, sentences
 from localrag.text.spans import clean_markup
 from localrag.text.words import content_words, coverage, stem, stems
 
@@ -38,7 +38,6 @@ RESIDUAL_WEIGHT = 0.3
 # path::like identifier, a Windows /flag, an acronym ("use `-p-` for all ports", "sends only 4 packets")
 _SPECIFIC = re.compile(r"`[^`]+`|\b\d[\w.:-]*|\b[A-Z][a-z]+[A-Z]\w*|\b\w+(?:::\w+)+|(?<![\w-])--?\w[\w-]*|(?<![\w/])/[a-z?]\w*|\b[A-Z]{2,}\b")
 SPECIFIC_FULL = 2  # this many specific tokens the question does not say earn the whole bonus
-LEAD_IN_COLONS = (":", "\uff1a")  # Chinese and Japanese write the full-width colon "：" before code
 MAX_UNIT_CHARS = 600  # a very long unit (a code block, a giant table row) is cut for display and embedding
 
 
@@ -98,8 +97,7 @@ BARE_LEAD_IN_WORDS = 8  # "Take a look at the following example:" says nothing o
 def _bare_lead_in(sentence: str) -> bool:
     """A short sentence that only announces what follows: the sentence before it says what that is
     ("… you can send the `--test-threads` flag … Take a look at the following example:")."""
-    text = sentence.rstrip()
-    return text.endswith(LEAD_IN_COLONS) and len(text.split()) <= BARE_LEAD_IN_WORDS
+    return announces(sentence) and len(sentence.split()) <= BARE_LEAD_IN_WORDS
 
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
@@ -181,7 +179,7 @@ def _with_code(units: list[Unit]) -> list[Unit]:
 
 
 def _lead_in_and_code(unit: Unit, nxt: Unit) -> Unit | None:
-    if unit.kind not in ("item", "sentence") or _is_code(unit) or not unit.text.rstrip().endswith(LEAD_IN_COLONS) \
+    if unit.kind not in ("item", "sentence") or _is_code(unit) or not announces(unit.text) \
             or not _is_code(nxt):
         return None
     code = nxt.text.strip()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from localrag.ingest.atoms import cut_every, split_outside
 from localrag.ingest.markdown import parse_markdown
-from localrag.text.sentences import SENTENCE_END
+from localrag.text.sentences import SENTENCE_END, announces
 from localrag.text.words import WORDISH
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -188,15 +188,12 @@ def _split_line(line: str, max_tokens: int) -> list[str]:
     return final
 
 
-LEAD_IN_ENDS = (":", "\uff1a")
-
-
 def _carried_lead_in(blocks: list[_Block], max_tokens: int) -> bool:
     """Whether the last block announces the next one ("- Extract an archive:" above its command, "… like
     this:" above a listing): it then opens the next passage with what it announces rather than end
     this one, where neither half says what the other means."""
     last = blocks[-1]
-    return (not last.heading_level and last.text.rstrip().endswith(LEAD_IN_ENDS)
+    return (not last.heading_level and announces(last.text)
             and count_tokens(last.text) <= max_tokens // 3
             and any(not b.heading_level for b in blocks[:-1]))
 

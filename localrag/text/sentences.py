@@ -19,6 +19,16 @@ ANSWER_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[])")
 LINE_PARTS = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 # an end mark with more text after it: a rewrite of one question that says more than one sentence (conversation/rewrite.py)
 SENTENCE_BREAK = re.compile(r"[.?!]\s+\S")
+# what ends a lead-in, a sentence or item that announces what follows ("Extract an archive:" above its
+# command); Chinese and Japanese write the full-width colon (ingest/chunker.py, answer/evidence.py)
+LEAD_IN_COLONS = (":", "\uff1a")
+
+
+def announces(text: str) -> bool:
+    """Whether ``text`` ends as a lead-in to what follows it."""
+    return text.rstrip().endswith(LEAD_IN_COLONS)
+
+
 # a word, an end mark and a capital: the question told something before it asked (conversation/resolve.py)
 EARLIER_SENTENCE = re.compile(r"\w[.!?]\s+[A-Z]")  # "There is a country where … . Who … this country …?"
 
