@@ -33,7 +33,6 @@ from localrag.kg.vault import linked_paths
 from localrag.llm.base import RecordingLLM
 from localrag.llm import factory  # called as factory.make_llm: tests replace it there
 from localrag.llm.model_info import ModelSize, format_params, is_served, model_size
-from localrag.llm.prompts_chat import question_with_resolution
 from localrag.records import LLMCallRecord, Passage, Retrieval, SkippedFile, Trace, observe_steps
 from localrag.retrieve import Context, get_strategy
 from localrag.store import EmbedderMismatch, Store
@@ -51,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 # `auto` switches to NeuroPath when at most this share of passages still waits for extraction
 AUTO_GRAPH_QUEUE_SHARE = 0.1
+SPELLING_PASSAGES = 200  # read for a misspelt name's near spellings: ~1 ms on the Wikipedia and tldr folders
 
 
 class EmptyIndexError(LocalragError, RuntimeError):
@@ -141,6 +141,10 @@ class Index:
         """The passages of the notes a sentence of ``source_path`` links to (answer/flow.py: a link in
         the best evidence brings its note into the evidence)."""
         return [p for path in linked_paths(self.store, text, source_path) for p in self.store.docs.passages_of(path)]
+
+    def words_starting(self, prefix: str) -> set[str]:
+        """The folder's words that start with ``prefix`` (those of up to ``SPELLING_PASSAGES`` passages)."""
+        return self.store.lexical.words_starting(prefix, SPELLING_PASSAGES)
 
     def passages_saying(self, name: str) -> int:
         """How many passages say ``name``, counted up to ``answer.abstain_common_from``."""
@@ -372,13 +376,15 @@ class Assistant:
                  conversation: "Conversation | None") -> Composed:
         """The answer, and what memory learns from its citations."""
         composed = compose(
-            self.llm, self.index.embedder, question_with_resolution(asked.question, query), retrieval,
+            self.llm, self.index.embedder, query, retrieval,
             dataclasses.replace(self.settings.answer, pick=self.resolve_pick(), writer=self.resolve_writer()),
             n_passages=self.settings.answer.passages,
             max_tokens=self.settings.llm.answer_max_tokens, since=asked.started, emit=asked.emit,
             mode=request.asked_mode, short_prompt=request.short,
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
             lookup=self.index.note_titled, links=self.index.linked_passages, mentions=self.index.passages_saying,
+            words_starting=self.index.words_starting,
+            asked_as=asked.question if query.strip() != asked.question.strip() else "",
         )
         # an abstention learns nothing: memory is written only for an answer that stands
         if retrieval.on_answer is not None and composed.text and not composed.abstained:

@@ -191,6 +191,10 @@ class AnswerSettings:
     # a name that this many passages of the folder say is its setting, not a thing with a note of its
     # own, and does not count for the rule above (0 = every name counts; answer/abstain.py)
     abstain_common_from: int = 25
+    # abstain when the question names a thing that no passage of the folder says at all ("PlantUML" in
+    # a vault that never mentions it): whatever the closest sentence, the notes cannot say what it asks
+    # (answer/abstain.py; docs/benchmarks.md "Notes suite: answers")
+    abstain_unmentioned: bool = True
     offer_abstain: bool = True  # "not in your notes" is one of the grammar's choices
     # who writes what the user reads as the answer: "quote" (the evidence unit that answers, quoted
     # with its citation, the best candidate span inside it marked; no model call, short and open

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -28,8 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-DEFAULT_QUESTION = json.loads((REPO / "examples" / "questions.jsonl").read_text().splitlines()[6])["question"]
-DEFAULT_FOLLOWUP = "When was it built?"  # "it": the lighthouse the first answer names
+# the showcase: Rosalind Achterberg -> her bakery's note -> the loaf it links to, where the spice is
+DEFAULT_QUESTION = "Which spice goes into the signature loaf of the bakery owned by Rosalind Achterberg?"
+DEFAULT_FOLLOWUP = "And what is the spice in that loaf?"  # "that loaf": the note the first answer cited
 ABSTAIN_QUESTION = "Who won the 1998 chess olympiad in Elista?"  # nothing in the sample notes says
 PNG_FONT = "DejaVu Sans Mono"  # the SVGs name Fira Code (a web font); offline renderers need a local monospace
 

@@ -78,3 +78,64 @@ def test_a_name_the_whole_folder_says_is_its_setting_not_a_missing_note():
     assert check_evidence(question, commands, 0.55, settings, common=lambda n: rare.get(n, 0)).weak
     off = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6, abstain_common_from=0)
     assert check_evidence(question, commands, 0.55, off, common=lambda n: said.get(n, 0)).weak
+
+
+def test_a_name_no_passage_of_the_folder_says_abstains_whatever_the_best_sentence_scores():
+    question = "Does the Dendron preview render PlantUML diagrams?"
+    preview = [_note(1, "dendron.topic.preview")]
+    said = {"Dendron": 1000, "Mermaid": 12, "Windows": 40, "PC": 3}
+    settings = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6)
+    check = check_evidence(question, preview, 0.8, settings, common=lambda n: said.get(n, 0))
+    assert check.weak and "“PlantUML”" in check.reason
+    # every name the question gives is said somewhere: the other rules decide
+    assert not check_evidence("Does the Dendron preview render Mermaid diagrams?", preview, 0.8, settings,
+                              common=lambda n: said.get(n, 0)).weak
+    # a name's words said apart count: "Windows PC" in a folder that says "Windows" and "PC"
+    assert not check_evidence("How do I restart my Windows PC right away?", preview, 0.8, settings,
+                              common=lambda n: said.get(n, 0)).weak
+    # without a way to count (no index), or turned off, or a non-English question: no such rule
+    assert not check_evidence(question, preview, 0.8, settings).weak
+    off = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6, abstain_unmentioned=False)
+    assert not check_evidence(question, preview, 0.8, off, common=lambda n: said.get(n, 0)).weak
+    assert not check_evidence(question, preview, 0.8, settings, common=lambda n: said.get(n, 0),
+                              names_rule=False).weak
+
+
+def test_a_misspelt_name_is_not_a_missing_one():
+    question = "Who ruled the Margaraviate of Brandenburg in 1600?"
+    found = [Passage(1, 1, "1.md", "Brandenburg", 0, "Brandenburg", "The Margraviate of Brandenburg was ruled by "
+                     "Joachim Frederick.", "sha", 1, 1)]
+    said = {"Brandenburg": 30, "Margraviate": 4}
+    settings = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6)
+    assert not check_evidence(question, found, 0.8, settings, common=lambda n: said.get(n, 0)).weak
+    elsewhere = [_note(2, "Brandenburg")]  # the passages found do not spell anything like it
+    assert "Margaraviate" in check_evidence(question, elsewhere, 0.8, settings, common=lambda n: said.get(n, 0)).reason
+    # the passages found do not say it, but the folder does: a misspelling, not a missing thing
+    folder_words = {"marg": {"margaret", "margraviate", "margin"}}
+    assert not check_evidence(question, elsewhere, 0.8, settings, common=lambda n: said.get(n, 0),
+                              starting=lambda prefix: folder_words.get(prefix, set())).weak
+
+
+def test_a_question_about_a_thing_the_folder_never_names_is_not_in_your_notes(tmp_path, embedder):
+    """Real SQLite, FTS5 and embedder: a never-mentioned name abstains whatever the cosine, a misspelt one
+    is answered from the note that spells it right."""
+    from localrag.api import Assistant, Index
+    from localrag.config import load_settings
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "preview.md").write_text("# Preview\n\nThe preview renders Mermaid diagrams and KaTeX math.\n")
+    (folder / "austria.md").write_text("# Margraviate of Austria\n\nThe Margraviate of Austria was a march "
+                                       "of the Holy Roman Empire, created in 976.\n")
+    settings = load_settings(folder, {"db": str(tmp_path / "index.db"), "answer.writer": "quote"}, env={})
+    index = Index(settings, embedder)
+    try:
+        index.sync()
+        assert "margraviate" in index.words_starting("marg")
+        assistant = Assistant(index)
+        missing = assistant.ask("Does the preview render PlantUML diagrams?", strategy="hybrid")
+        assert missing.abstained and "PlantUML" in missing.composed.abstain_reason
+        misspelt = assistant.ask("When was the Margaraviate of Austria created?", strategy="hybrid")
+        assert not misspelt.abstained and misspelt.span == "976"
+    finally:
+        index.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from localrag.config import load_settings
-from localrag.conversation import Conversation, Turn, needs_resolution, resolve_rules
+from localrag.conversation import Conversation, Turn, TurnCitation, needs_resolution, resolve_rules
 from localrag.conversation.rewrite import check_rewrite, resolve_llm
 from localrag.llm.prompts_chat import ChatTurn, history_messages, with_history
 from localrag.store import Store
@@ -41,6 +41,25 @@ def test_possessive_and_that_place() -> None:
         == "What is Selma Ingvarsson's job?"
     r = resolve_rules("Which lake is that place on?", [turn("Where was Tobiah Merrow born?", "In Tolvenmark [1].")])
     assert r.query == "Which lake is Tolvenmark on?"
+
+
+def test_that_noun_points_at_the_phrase_the_previous_turn_headed_with_it() -> None:
+    previous = turn("Which spice goes into the signature loaf of the bakery owned by Rosalind Achterberg?",
+                    "cardamom [1]")
+    r = resolve_rules("And what is the spice in that loaf?", [previous])
+    assert r.query == "And what is the spice in the signature loaf of the bakery owned by Rosalind Achterberg?"
+    # the answer cited a note whose title the noun heads: that note is what "that loaf" is
+    cited = Turn(1, 1, previous.question, previous.question, previous.answer,
+                 (TurnCitation(1, "rye-and-plum-loaf.md:27-27", "Rye and Plum Loaf"),))
+    assert resolve_rules("And what is the spice in that loaf?", [cited]).query == \
+        "And what is the spice in the Rye and Plum Loaf?"
+    # the previous answer names the noun: it is what "that loaf" is
+    r = resolve_rules("What spice is in that loaf?", [turn("Which loaf does the Harebell Oven bake?",
+                                                           "The rye and plum loaf [1]")])
+    assert r.query == "What spice is in The rye and plum loaf?"
+    # a noun the previous turn never said is no reference: "that gives" is a clause
+    r = resolve_rules("What is the spice that gives it colour?", [previous])
+    assert "that gives" in r.query
 
 
 def test_ellipsis_with_a_new_entity_swaps_it_into_the_previous_question() -> None:

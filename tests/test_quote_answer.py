@@ -114,3 +114,31 @@ def test_a_link_in_the_best_evidence_brings_its_note_into_the_evidence(tmp_path,
         assert [c.passage.path for c in answer.citations if c.cited] == ["rye-and-plum-loaf.md"]
     finally:
         index.close()
+
+
+def test_the_showcase_follow_up_is_answered_from_what_it_was_resolved_to(tmp_path, embedder):
+    """"And what is the spice in that loaf?" after the showcase question: the candidates come from the
+    resolved question, not from the follow-up's words with its resolution appended (which made "bake"
+    the answer)."""
+    import shutil
+
+    from localrag.config import load_settings
+    from localrag.conversation.session import Conversation
+
+    folder = tmp_path / "notes"
+    shutil.copytree(Path(__file__).parent.parent / "examples" / "notes", folder)
+    settings = load_settings(folder, {"db": str(tmp_path / "index.db"), "answer.writer": "quote",
+                                      "index.extractor": "rules"}, env={})
+    index = Index(settings, embedder)
+    try:
+        index.sync()
+        index.extract_graph()
+        assistant = Assistant(index)
+        talk = Conversation.open(index.store, settings, name="showcase")
+        first = assistant.ask("Which spice goes into the signature loaf of the bakery owned by Rosalind Achterberg?",
+                              strategy="graph", conversation=talk)
+        assert first.span == "cardamom"
+        follow_up = assistant.ask("And what is the spice in that loaf?", strategy="graph", conversation=talk)
+        assert follow_up.span == "cardamom" and "cardamom" in follow_up.span_sentence.plain
+    finally:
+        index.close()

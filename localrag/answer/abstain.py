@@ -1,7 +1,8 @@
 """When the notes found cannot answer: the no-model signals behind "not in your notes".
 
-Two rules, both measured on answerable questions and on the same questions with their gold
-passages dropped (``scripts/answer_sweeps.py abstain``, docs/benchmarks.md "Answers: abstention"):
+Three rules, measured on answerable questions, on the same questions with their gold passages
+dropped (``scripts/answer_sweeps.py abstain``, docs/benchmarks.md "Answers: abstention") and on the
+notes suite's unanswerable questions (docs/benchmarks.md "Notes suite: answers"):
 
 1. the best evidence sentence is far from the question (cosine < ``answer.abstain_below``);
 2. the question names things (people, works, places: the spans the graph extractor finds) and,
@@ -10,11 +11,17 @@ passages dropped (``scripts/answer_sweeps.py abstain``, docs/benchmarks.md "Answ
    ``answer.abstain_unnamed_below``). A question about a thing is answered by the note about it
    or by one that names it in passing and says the asked fact closely; when the note about it
    is missing, what is retrieved are notes that merely mention it, and their closest sentence
-   says something else about it.
+   says something else about it;
+3. the question names a thing, or a key of code ("no_std"), that no passage of the whole folder says
+   (``answer.abstain_unmentioned``; a near spelling of a word the folder says is a typo, not a missing
+   thing): "Does the preview render PlantUML diagrams?" in a vault that never writes "PlantUML". The closest
+   sentences are about the preview, often close enough to pass rules 1 and 2, and none can say what
+   the question asks of a thing the notes never name.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,7 +32,7 @@ from localrag.records import Passage
 from localrag.text.normalise import POSSESSIVE_S, name_key
 from localrag.text.spans import find_spans
 from localrag.text.stopwords import CONTENT_STOPWORDS
-from localrag.text.words import DEMONYM, WORD
+from localrag.text.words import DEMONYM, IDENTIFIER, WORD
 
 NAME_KINDS = ("name", "quoted", "title")
 MIN_HELD_CHARS = 4  # a name held in a longer title counts from this length ("Hayek" in "Friedrich Hayek")
@@ -108,6 +115,44 @@ def names_without_note(question: str, passages: Sequence[Passage], common: Menti
     return [n for n in names if not is_about(n, titles, question)], len(names)
 
 
+NEAR_SPELLING = 0.85  # a word this alike (difflib ratio) to one the folder says is a misspelling of it
+SPELLING_PREFIX = 4  # a misspelling is looked for among the folder's words that start as it does
+WordsStarting = Callable[[str], set[str]]  # a prefix -> the folder's words (lower case) that start with it
+
+
+def unmentioned_names(question: str, common: MentionCount | None, passages: Sequence[Passage] = (),
+                      starting: WordsStarting | None = None) -> list[str]:
+    """The question's names one of whose words no passage of the folder says ([] without a way to
+    count). Word by word: "Windows PC" is mentioned in a folder that says "Windows" and "PC" apart,
+    "Cloudflare Pages" is not in one that never says "Cloudflare". A word spelt nearly as the passages
+    found or the folder (``starting``) say one is a misspelling, not a missing thing ("Margaraviate")."""
+    if common is None:
+        return []
+    out = []
+    for name in question_names(question) + question_identifiers(question):
+        for word in WORD.findall(name):
+            if len(word) < 3 or word.lower() in CONTENT_STOPWORDS or common(word) > 0:
+                continue
+            if not _misspelt(word.lower(), passages, starting):
+                out.append(name)
+                break
+    return out
+
+
+def question_identifiers(question: str) -> list[str]:
+    """The keys of code or configuration a question gives ("no_std", "directChildOnly"), first occurrence kept."""
+    tokens = (t.strip(",.?!;:\"'()[]") for t in question.split())
+    return list(dict.fromkeys(t for t in tokens if t and IDENTIFIER.fullmatch(t)))
+
+
+def _misspelt(word: str, passages: Sequence[Passage], starting: WordsStarting | None) -> bool:
+    said = {w.lower() for p in passages for w in WORD.findall(p.text)}
+    if starting is not None:
+        said |= starting(word[:SPELLING_PREFIX])
+    return any(abs(len(w) - len(word)) <= 2 and difflib.SequenceMatcher(None, word, w).ratio() >= NEAR_SPELLING
+               for w in said)
+
+
 @dataclass(frozen=True)
 class EvidenceCheck:
     """Whether the evidence is too weak to answer from, and why (empty when it is not)."""
@@ -121,11 +166,16 @@ class EvidenceCheck:
 
 def check_evidence(question: str, passages: Sequence[Passage], best: float | None,
                    settings: AnswerSettings, min_share_about: float = MIN_SHARE_ABOUT,
-                   common: MentionCount | None = None, names_rule: bool = True) -> EvidenceCheck:
-    """The two rules of the module docstring; ``best``: the best evidence sentence's cosine, None if none.
+                   common: MentionCount | None = None, names_rule: bool = True,
+                   starting: WordsStarting | None = None) -> EvidenceCheck:
+    """The three rules of the module docstring; ``best``: the best evidence sentence's cosine, None if none.
     ``names_rule`` False: rule 2 is not applied (it reads English capitalisation: localrag/language.py)."""
     if best is None:
         return EvidenceCheck("no evidence sentences") if settings.abstain_below > 0 else EvidenceCheck()
+    unmentioned = unmentioned_names(question, common, passages, starting) if names_rule and settings.abstain_unmentioned else []
+    if unmentioned:
+        shown = ", ".join(f"“{n}”" for n in unmentioned[:3])
+        return EvidenceCheck(f"no note of the folder mentions {shown}")
     if settings.abstain_below > 0 and best < settings.abstain_below:
         return EvidenceCheck(f"the best evidence sentence scores {best:.2f} < answer.abstain_below "
                              f"{settings.abstain_below:g}")

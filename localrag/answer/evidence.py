@@ -21,7 +21,7 @@ from localrag.records import Passage, Retrieval
 from localrag.text.normalise import title_key
 from localrag.text.sentences import announces, sentences
 from localrag.text.spans import clean_markup
-from localrag.text.words import content_words, coverage, stem, stems
+from localrag.text.words import IDENTIFIER, content_words, coverage, stem, stems
 
 DEFAULT_SHOWN = 3
 # a sentence of a note that the best sentences name ("… directed by Rex Ingram" -> Rex Ingram's note)
@@ -187,15 +187,10 @@ def _lead_in_and_code(unit: Unit, nxt: Unit) -> Unit | None:
     return Unit(f"{unit.text.rstrip()}\n{code}", unit.line_offset, unit.kind, unit.context)
 
 
-# an identifier: a setting, a command or a type (nav_order, createMissingLinkedNotes, `tar`, Rc::clone)
-# (lower camelCase only: "McCandless", "LeRoy" and "MacArthur" are names)
-_KEY = re.compile(r"`[^`]+`|[a-z][a-z0-9]*[A-Z][\w-]*|\w*[a-z0-9]_\w+|[A-Za-z_]\w*(?:(?:::|\.)\w+)+|--?\w[\w-]*")
-
-
 def names_a_key(heading: str) -> bool:
     """Whether a heading is an identifier rather than words ("createMissingLinkedNotes", not "Method")."""
     words = heading.split()
-    return 0 < len(words) <= 3 and any(_KEY.fullmatch(w.strip("()")) for w in words)
+    return 0 < len(words) <= 3 and any(IDENTIFIER.fullmatch(w.strip("()")) for w in words)
 
 
 def _under_headings(units: list[Unit]) -> list[Unit]:

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from localrag.answer import (
     ABSTAIN_TEXT, Citation, build_citations, checked_reply, prompt_passages,
 )
-from localrag.answer.abstain import MentionCount, check_evidence
+from localrag.answer.abstain import MentionCount, WordsStarting, check_evidence
 from localrag.answer.compare import NoteLookup
 from localrag.answer.evidence import EvidenceSentence, favour_specific, path_facts, rank_evidence, split_units
 from localrag.answer.injection import followed_instruction, without_instructions
@@ -30,7 +30,7 @@ from localrag.config import AnswerSettings
 from localrag.embed import Embedder
 from localrag.llm.base import LLM, LLMError, Message, TokenSink
 from localrag.llm.prompts import PromptPassage, answer_messages, copy_answer_messages, short_span_messages
-from localrag.llm.prompts_chat import with_history
+from localrag.llm.prompts_chat import question_with_resolution, with_history
 from localrag.text.spans import clean_markup
 from localrag.language import is_english
 from localrag.records import Passage, Retrieval
@@ -94,12 +94,17 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
             emit: Callable[[AskEvent], None], mode: str | None = None, short_prompt: bool = False,
             on_token: TokenSink | None = None, history: Sequence[Message] = (),
             lookup: NoteLookup | None = None, links: NoteLinks | None = None,
-            mentions: MentionCount | None = None) -> Composed:
+            mentions: MentionCount | None = None, words_starting: WordsStarting | None = None,
+            asked_as: str = "") -> Composed:
     """The answer for ``question`` (``since``: perf_counter when it was asked, for elapsed times;
+    ``asked_as``: a follow-up's own words when ``question`` is what it was resolved to: the model reads
+    both, the rules (evidence, shape, candidates) only the resolved question;
     ``history``: earlier turns of a conversation, placed before the passages of an open answer;
     ``lookup``: a note by its title, for the notes a comparison question names; ``links``: the
-    passages of the notes a sentence links to; ``mentions``: how many passages of the folder say a name)."""
+    passages of the notes a sentence links to; ``mentions``: how many passages of the folder say a name;
+    ``words_starting``: the folder's words that start with a prefix, to tell a misspelt name)."""
     passages = [sp.passage for sp in retrieval.passages[:n_passages]]
+    prompt_question = question_with_resolution(asked_as, question) if asked_as else question
     facts = path_facts(retrieval)
     # which notes' links are followed, and whether a linked note joins, is decided on closeness to the
     # question alone: a year in the best sentence must not bring in the notes it links to
@@ -113,7 +118,7 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     evidence_ms = (time.perf_counter() - since) * 1000
     english = is_english(question)
     check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings,
-                           common=mentions, names_rule=english)
+                           common=mentions, names_rule=english, starting=words_starting)
     emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=check.weak,
                        quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))
     # the shapes, spans and comparisons are English rules: another language's question is quoted an answer
@@ -134,12 +139,12 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     else:
         first = _FirstToken(on_token, emit, since)
         if kind == "short":
-            _short(out, llm_factory, question, settings, passages, first, emit, since, lookup)
+            _short(out, llm_factory, question, prompt_question, settings, passages, first, emit, since, lookup)
         else:
             llm = llm_factory()
             emit(AnswerStarted(elapsed_s=time.perf_counter() - since, shape=kind, choices=0))
             given = prompt_passages(retrieval, n_passages)
-            reply = llm.chat(with_history(answer_messages(question, given, short=short_prompt), history), max_tokens=max_tokens,
+            reply = llm.chat(with_history(answer_messages(prompt_question, given, short=short_prompt), history), max_tokens=max_tokens,
                              phase="answer", on_token=first)
             out.text, out.notes = checked_reply(reply.text, reply.finish_reason, max_tokens, len(given))
             out.citations = build_citations(out.text if out.text.strip() else "", passages)
@@ -273,13 +278,19 @@ def _answering_unit(shown: Sequence[EvidenceSentence], choices: Choices | None) 
 
 
 def _says(sentence: EvidenceSentence, text: str) -> bool:
+    """Whether the unit says ``text``: between spaces, inside a word when longer than 3 characters, and a
+    number also before punctuation ("976" in "created in 976."). Short words and letters are not looked
+    for beside punctuation: "c" of "c. 1400" and "ANU" of "(ANU)" were marked before better candidates."""
     said = f" {' '.join(sentence.plain.lower().split())} "
-    return f" {' '.join(text.lower().split())} " in said or (len(text) > 3 and text.lower() in said)
+    wanted = " ".join(text.lower().split())
+    if f" {wanted} " in said or (len(wanted) > 3 and wanted in said):
+        return True
+    return wanted.isdigit() and re.search(rf"(?<!\w){wanted}(?!\w)", said) is not None
 
 
-def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, settings: AnswerSettings, passages: list,
-           first: _FirstToken, emit: Callable[[AskEvent], None], since: float,
-           lookup: NoteLookup | None) -> None:
+def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, prompt_question: str,
+           settings: AnswerSettings, passages: list, first: _FirstToken, emit: Callable[[AskEvent], None],
+           since: float, lookup: NoteLookup | None) -> None:
     evidence = out.evidence
     # a likelihood pick never offers "not in your notes": SmolLM2 found it likeliest for 26 of 42 HotpotQA
     # span questions; the no-model rules abstain instead (docs/benchmarks.md "Answers: who picks the
@@ -305,7 +316,7 @@ def _short(out: Composed, llm_factory: Callable[[], LLM], question: str, setting
         out.notes.append("answer: the best-ranked span of the evidence, without the model (answer.pick)")
         _give(out, ranked[0], choices, passages)
         return
-    _model_answer(out, llm_factory, question, settings, passages, choices, ranked, first, copying)
+    _model_answer(out, llm_factory, prompt_question, settings, passages, choices, ranked, first, copying)
 
 
 def _model_answer(out: Composed, llm_factory: Callable[[], LLM], question: str, settings: AnswerSettings,

@@ -17,7 +17,7 @@ from localrag.answer.compare import Decision, NoteLookup, decide_choice, decide_
 from localrag.answer.evidence import EvidenceSentence
 from localrag.answer.shape import CHOICE, YESNO, Shape
 from localrag.records import Passage
-from localrag.text.stopwords import NGRAM_STOPWORDS
+from localrag.text.stopwords import CANDIDATE_EDGE_STOPWORDS
 from localrag.llm.grammar import choice_grammar, choice_schema  # noqa: F401 (the constraint, re-exported)
 
 NOT_IN_NOTES = "not in your notes"
@@ -45,7 +45,7 @@ def _clean(span: str) -> str:
 
 def ngrams(text: str, max_n: int) -> list[str]:
     """Word n-grams (1..max_n) as the candidates use them: not starting or ending with a function word."""
-    return [gram for gram, _, _ in prior.ngram_spans(text, max_n, NGRAM_STOPWORDS)]
+    return [gram for gram, _, _ in prior.ngram_spans(text, max_n, CANDIDATE_EDGE_STOPWORDS)]
 
 
 def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSentence],
@@ -84,7 +84,7 @@ def build_choices(question: str, shape: Shape, evidence: Sequence[EvidenceSenten
             add(option, _first_mentioning(option, evidence))
     else:
         found = prior.candidates(question, evidence, span_sentences=span_sentences, ngram_sentences=ngram_sentences,
-                                 max_ngram=max_ngram, ngram_stop=NGRAM_STOPWORDS)
+                                 max_ngram=max_ngram, ngram_stop=CANDIDATE_EDGE_STOPWORDS)
         for candidate in prior.rank(question, shape, found, evidence)[:max_choices]:
             add(candidate.text, candidate.sentence)
     if offer_abstain or not texts:

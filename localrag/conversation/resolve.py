@@ -77,6 +77,7 @@ class Reference:
     text: str
     kind: str
     possessive: bool = False
+    noun: str = ""  # "that loaf": a noun of the previous turn, pointed at by the phrase it heads there
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Antecedents:
     topic: str  # the previous question's content words: the last resort
     who_question: bool
     previous_query: str
+    cited_titles: tuple[str, ...] = ()  # the titles of the notes the answer cited, in citation order
 
 
 def _spans(text: str) -> list[Span]:
@@ -138,6 +140,58 @@ def references(question: str) -> list[Reference]:
     found = [r for r in found if not _inside_antecedent(question, r, names)
              and not any(a <= r.start < b for a, b in quoted) and not EARLIER_SENTENCE.search(question[:r.start])]
     return sorted(found, key=lambda r: r.start)
+
+
+_ANY_DEMONSTRATIVE = re.compile(r"\b(?:that|this|these|those)\s+([a-z][a-z-]{2,})\b", re.I)
+_KNOWN_NOUN = re.compile("|".join(_NOUNS.values()), re.I)
+_DETERMINER = r"(?:the|a|an|its|his|her|their|this|that|these|those)"
+_CLAUSE_END = re.compile(r"[,;?!.]|\s(?:and|or|but|which|who|whom|where|when|while|that)\s", re.I)
+NOUN_PHRASE_MAX_WORDS = 12
+
+
+def _determined(noun: str, text: str) -> re.Match[str] | None:
+    """Where ``text`` says ``noun`` as a noun: after a determiner and up to three words ("the signature loaf")."""
+    return re.search(rf"\b{_DETERMINER}\s+(?:[\w'-]+\s+){{0,3}}?{re.escape(noun)}s?\b", text, re.I)
+
+
+def earlier_noun_references(question: str, ante: "Antecedents", taken: Sequence[Reference]) -> list[Reference]:
+    """ "that loaf", "this bakery": a demonstrative before a noun that the previous turn used as one (the
+    nouns of ``_NOUNS`` are references of their kind already); a noun the previous turn never said is
+    left alone ("that gives" is a clause, not a reference)."""
+    found = []
+    for m in _ANY_DEMONSTRATIVE.finditer(question):
+        noun = m.group(1).lower()
+        if any(r.start <= m.start() < r.end for r in taken) or noun in TOPIC_STOPWORDS or _KNOWN_NOUN.fullmatch(noun) \
+                or EARLIER_SENTENCE.search(question[:m.start()]):
+            continue
+        if _determined(noun, ante.previous_query) or _named_by(noun, ante):
+            found.append(Reference(m.start(), m.end(), m.group(0), THING, noun=noun))
+    return found
+
+
+def _named_by(noun: str, ante: "Antecedents") -> str:
+    """The previous answer, or else the title of a note it cited, that is a phrase headed by ``noun``."""
+    for said in (ante.answer, *ante.cited_titles):
+        if said and _determined(noun, f"the {said}"):
+            return said
+    return ""
+
+
+def earlier_noun_phrase(noun: str, ante: "Antecedents") -> str:
+    """What "that <noun>" points at: what the previous answer named with it ("The rye and plum loaf"),
+    or the title of a note it cited ("Rye and plum loaf"), else the previous question's phrase headed by
+    it, from its determiner to the end of its clause ("the signature loaf of the bakery owned by
+    Rosalind Achterberg")."""
+    named = _named_by(noun, ante)
+    if named:
+        return named if re.match(rf"{_DETERMINER}\s", named, re.I) else f"the {named}"
+    m = _determined(noun, ante.previous_query)
+    if m is None:
+        return ""
+    rest = ante.previous_query[m.end():]
+    end = _CLAUSE_END.search(rest)
+    phrase = ante.previous_query[m.start():m.end() + (end.start() if end else len(rest))]
+    return " ".join(phrase.split()[:NOUN_PHRASE_MAX_WORDS])
 
 
 def _inside_antecedent(question: str, ref: Reference, names: list[Span]) -> bool:
@@ -227,11 +281,14 @@ def antecedents(turn: Turn) -> Antecedents:
         if s.kind != "number" and s.text not in entities:
             entities.append(s.text)
     topic = " ".join(w for w in re.findall(r"[\w'-]+", query) if w.lower() not in TOPIC_STOPWORDS)
-    return Antecedents(span, kind, tuple(entities), topic, bool(_WHO.search(query)), query)
+    titles = tuple(dict.fromkeys(c.title for c in turn.citations if c.title))
+    return Antecedents(span, kind, tuple(entities), topic, bool(_WHO.search(query)), query, titles)
 
 
 def choose(ref: Reference, ante: Antecedents) -> str:
     """The antecedent a referring expression of this kind most likely points at ("" if none)."""
+    if ref.noun:
+        return earlier_noun_phrase(ref.noun, ante)
     answer_is_name = bool(ante.answer) and ante.answer_kind not in {"date", "number"}
     first_entity = ante.entities[0] if ante.entities else ante.topic
     if ref.kind == TIME:
@@ -296,11 +353,12 @@ def resolve_rules(question: str, history: Sequence[Turn]) -> Resolution:
     question = question.strip()
     if not history or not question:
         return Resolution(question, question, "unchanged", "no earlier turn")
+    ante = antecedents(history[-1])
     refs = references(question)
+    refs = sorted(refs + earlier_noun_references(question, ante, refs), key=lambda r: r.start)
     elliptical = not refs and is_elliptical(question)
     if not refs and not elliptical:
         return Resolution(question, question, "unchanged", "self-contained")
-    ante = antecedents(history[-1])
     if elliptical:
         query, notes = _elliptical(question, ante)
     else:

@@ -65,6 +65,16 @@ class LexicalIndex:
         )
         return [(int(r[0]), -float(r[1])) for r in rows]
 
+    def words_starting(self, prefix: str, cap: int) -> set[str]:
+        """The words (lower case) that begin with ``prefix`` in up to ``cap`` passages holding one."""
+        start = "".join(WORD_RUN.findall(prefix.lower()))
+        if len(start) < 3:
+            return set()
+        rows = self.s.query("SELECT title, heading, text FROM passages_fts WHERE passages_fts MATCH ? LIMIT ?",
+                            (f'"{start}" *', cap))
+        return {w.lower() for row in rows for part in row for w in WORD_RUN.findall(part or "")
+                if w.lower().startswith(start)}
+
     def passages_saying(self, phrase: str, cap: int) -> int:
         """How many passages hold ``phrase`` (its words in order), counted up to ``cap``."""
         words = [w.lower() for w in WORD_RUN.findall(phrase)]

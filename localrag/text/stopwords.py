@@ -9,6 +9,12 @@ NGRAM_STOPWORDS = frozenset(
     "it its he she they his her their him them who whom whose which what when where why how there here not no "
     "also has have had do does did so than then into onto over under about after before during while".split()
 )
+# an answer candidate's n-gram neither opens nor ends with these either: pronouns, and adverbs of degree
+# and time ("still", "most", "I" were candidates for the sample notes' lighthouse question)
+CANDIDATE_EDGE_STOPWORDS = NGRAM_STOPWORDS | frozenset(
+    "i me my we us our you your still just even only already often always never usually most more less much "
+    "very quite".split()
+)
 # the content words of a question and of evidence (text/words.content_words): the n-gram list plus the
 # generic nouns a question uses for its subject ("which film", "what country"), which name no answer
 CONTENT_STOPWORDS = NGRAM_STOPWORDS | frozenset(
