@@ -35,6 +35,13 @@ def test_notes_questions_map_to_note_ids_and_the_folder_is_mirrored(tmp_path):
         load_notes_dataset(notes, qfile)
 
 
+def test_the_sample_questions_load_with_their_gold_files():
+    """examples/questions.jsonl names its gold notes gold_files: the bench reads it as it is."""
+    ds = load_notes_dataset(REPO / "examples" / "notes", REPO / "examples" / "questions.jsonl")
+    assert len(ds.questions) >= 20 and all(q.gold_doc_ids for q in ds.questions)
+    assert set(ds.questions[0].gold_titles) <= set(ds.note_ids)
+
+
 def test_the_dendron_question_set_names_real_notes():
     vault = SHARED_DATA / "dendron-vault" / "notes"
     if not vault.is_dir():

@@ -45,13 +45,14 @@ def _read_questions(path: Path, note_ids: dict[str, int]) -> list[Question]:
             continue
         try:
             row = json.loads(line)
-            gold = [str(g) for g in row["gold_notes"]]
+            # gold_files: the name examples/questions.jsonl gives them
+            gold = [str(g) for g in (row["gold_notes"] if "gold_notes" in row else row["gold_files"])]
             answers = row.get("answers") or []
             question = Question(str(row["id"]), str(row["question"]), tuple(str(a) for a in answers), (),
                                 hops=str(row.get("hops", "")), kind=str(row.get("kind", "")),
                                 lang=str(row.get("lang", "")))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise BenchDataError(f"{path}:{lineno}: a question needs id, question and gold_notes ({exc})") from exc
+            raise BenchDataError(f"{path}:{lineno}: a question needs id, question and gold_notes (or gold_files) ({exc})") from exc
         unknown = [g for g in gold if g not in note_ids]
         if unknown or (not gold and question.kind != UNANSWERABLE):
             raise BenchDataError(f"{path}:{lineno}: gold notes {unknown or '(none)'} are not notes of the folder"
