@@ -90,9 +90,12 @@ def test_a_quoting_writer_never_loads_the_model(tmp_path, embedder):
         index.close()
 
 
-def test_a_link_in_the_best_evidence_brings_its_note_into_the_evidence(tmp_path, embedder):
-    """The showcase question: Rosalind Achterberg -> her bakery's note -> its signature loaf, linked
-    from the bakery's note and never named by the question; the spice is in the loaf's note."""
+SHOWCASE = "Which spice goes into the signature loaf of the bakery owned by Rosalind Achterberg?"
+
+
+@pytest.fixture
+def sample_index(tmp_path, embedder):
+    """The sample notes indexed, graph phase included (rules extractor), answers quoted."""
     import shutil
 
     from localrag.config import load_settings
@@ -105,40 +108,31 @@ def test_a_link_in_the_best_evidence_brings_its_note_into_the_evidence(tmp_path,
     try:
         index.sync()
         index.extract_graph()
-        question = "Which spice goes into the signature loaf of the bakery owned by Rosalind Achterberg?"
-        assistant = Assistant(index)
-        given = [sp.passage.path for sp in assistant.retrieve(question, "graph", 5).passages]
-        assert "the-harebell-oven.md" in given and "rye-and-plum-loaf.md" not in given
-        answer = assistant.ask(question, strategy="graph")
-        assert answer.span == "cardamom" and "cardamom" in answer.span_sentence.plain
-        assert [c.passage.path for c in answer.citations if c.cited] == ["rye-and-plum-loaf.md"]
+        yield index
     finally:
         index.close()
 
 
-def test_the_showcase_follow_up_is_answered_from_what_it_was_resolved_to(tmp_path, embedder):
+def test_a_link_in_the_best_evidence_brings_its_note_into_the_evidence(sample_index):
+    """The showcase question: Rosalind Achterberg -> her bakery's note -> its signature loaf, linked
+    from the bakery's note and never named by the question; the spice is in the loaf's note."""
+    assistant = Assistant(sample_index)
+    given = [sp.passage.path for sp in assistant.retrieve(SHOWCASE, "graph", 5).passages]
+    assert "the-harebell-oven.md" in given and "rye-and-plum-loaf.md" not in given
+    answer = assistant.ask(SHOWCASE, strategy="graph")
+    assert answer.span == "cardamom" and "cardamom" in answer.span_sentence.plain
+    assert [c.passage.path for c in answer.citations if c.cited] == ["rye-and-plum-loaf.md"]
+
+
+def test_the_showcase_follow_up_is_answered_from_what_it_was_resolved_to(sample_index):
     """"And what is the spice in that loaf?" after the showcase question: the candidates come from the
     resolved question, not from the follow-up's words with its resolution appended (which made "bake"
     the answer)."""
-    import shutil
-
-    from localrag.config import load_settings
     from localrag.conversation.session import Conversation
 
-    folder = tmp_path / "notes"
-    shutil.copytree(Path(__file__).parent.parent / "examples" / "notes", folder)
-    settings = load_settings(folder, {"db": str(tmp_path / "index.db"), "answer.writer": "quote",
-                                      "index.extractor": "rules"}, env={})
-    index = Index(settings, embedder)
-    try:
-        index.sync()
-        index.extract_graph()
-        assistant = Assistant(index)
-        talk = Conversation.open(index.store, settings, name="showcase")
-        first = assistant.ask("Which spice goes into the signature loaf of the bakery owned by Rosalind Achterberg?",
-                              strategy="graph", conversation=talk)
-        assert first.span == "cardamom"
-        follow_up = assistant.ask("And what is the spice in that loaf?", strategy="graph", conversation=talk)
-        assert follow_up.span == "cardamom" and "cardamom" in follow_up.span_sentence.plain
-    finally:
-        index.close()
+    assistant = Assistant(sample_index)
+    talk = Conversation.open(sample_index.store, sample_index.settings, name="showcase")
+    assert assistant.ask(SHOWCASE, strategy="graph", conversation=talk).span == "cardamom"
+    follow_up = assistant.ask("And what is the spice in that loaf?", strategy="graph", conversation=talk)
+    assert follow_up.resolved_query == "And what is the spice in the Rye and Plum Loaf?"
+    assert follow_up.span == "cardamom" and "cardamom" in follow_up.span_sentence.plain
