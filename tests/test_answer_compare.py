@@ -187,6 +187,11 @@ def test_a_comparison_of_things_the_notes_never_name_is_not_in_the_notes(film_in
     assert not options_absent("Which film came out first, The Piper or Blue Moon?", ("The Piper", "Blue Moon"),
                               [HORIZON], _lookup), "a note titled with one option: the notes know it"
     llm = ScriptedLLM(lambda m, s, p: "Red Sky")
+    # no passage of the folder says either option: abstention rule 3 says so before the options rule
+    answer = Assistant(film_index, llm=llm).ask("Which film came out first, Red Sky or Blue Moon?",
+                                                strategy="lexical", k=2)
+    assert answer.abstained and llm.calls == [] and "“Red Sky”, “Blue Moon”" in answer.abstain_reason
+    film_index.settings.answer.abstain_unmentioned = False
     answer = Assistant(film_index, llm=llm).ask("Which film came out first, Red Sky or Blue Moon?",
                                                 strategy="lexical", k=2)
     assert answer.abstained and llm.calls == [] and "none of the options" in answer.abstain_reason
