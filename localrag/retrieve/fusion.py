@@ -6,6 +6,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Collection
 
+from localrag.records import ScoredPassage
 from localrag.retrieve.base import Context
 
 Ranking = list[tuple[int, float]]  # (passage id, score), best first
@@ -42,6 +43,24 @@ def rrf_onto(base: Ranking, extra: list[Ranking], weights: list[float], k: int, 
         floor = max(floor, s)
         out.append((pid, floor))
     return out[::-1]
+
+
+def spread_notes(ranked: list[ScoredPassage], k: int, keep: int, decay: float) -> list[ScoredPassage]:
+    """The ``k`` first of ``ranked`` (best first) once the places after the first ``keep`` go by the
+    score times ``decay`` for each passage of the same note already above; the first ``keep`` (what
+    the answer reads) stay as they are, and every score is kept as it was."""
+    if decay >= 1 or len(ranked) <= keep:
+        return ranked[:k]
+    seen: dict[int, int] = {}
+    for sp in ranked[:keep]:
+        seen[sp.passage.doc_id] = seen.get(sp.passage.doc_id, 0) + 1
+    rest = []
+    for at, sp in enumerate(ranked[keep:]):
+        earlier = seen.get(sp.passage.doc_id, 0)
+        seen[sp.passage.doc_id] = earlier + 1
+        rest.append((sp.score * decay ** earlier, at, sp))
+    rest.sort(key=lambda t: (-t[0], t[1]))
+    return (ranked[:keep] + [sp for _, _, sp in rest])[:k]
 
 
 class LexicalBeside:

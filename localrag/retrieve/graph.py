@@ -45,7 +45,7 @@ from localrag.embed import SimilarityScale, similarity_scale
 from localrag.records import Retrieval, Trace
 from localrag.retrieve.base import Context, Timer, scored
 from localrag.retrieve.dense import dense_ranked
-from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf
+from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf, spread_notes
 from localrag.retrieve.graph_settings import GraphSettings
 from localrag.retrieve.parts import question_parts
 from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds, traced_seeds
@@ -284,6 +284,8 @@ class GraphFusion:
     def retrieve(self, ctx: Context, query: str, k: int) -> Retrieval:
         trace = Trace(self.name)
         with Timer(trace):
-            ranked, step = graph_ranked(ctx, query, k)
+            spread = ctx.settings.graph.note_spread
+            ranked, step = graph_ranked(ctx, query, k if spread >= 1 else max(ctx.settings.hybrid_pool, k))
             trace.add(step)
-            return Retrieval(query, scored(ctx, ranked, "graph"), trace)
+            passages = spread_notes(scored(ctx, ranked, "graph"), k, ctx.settings.answer.passages, spread)
+            return Retrieval(query, passages, trace)

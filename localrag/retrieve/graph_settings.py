@@ -47,3 +47,7 @@ class GraphSettings:
     # a question that asks two things ("…, and how do I …") is ranked whole and part by part, fused
     # (localrag/retrieve/parts.py; docs/benchmarks.md "Retrieval: two questions in one")
     split_questions: bool = True
+    # after the passages the answer reads (answer.passages), a note's later passages count this much
+    # less each, so a long chapter does not fill the list with itself (docs/benchmarks.md "Notes
+    # suite: retrieval"; 1 = off)
+    note_spread: float = 0.7
