@@ -384,7 +384,7 @@ class Assistant:
             on_token=request.on_token, history=conversation.prompt_history() if conversation is not None else (),
             lookup=self.index.note_titled, links=self.index.linked_passages, mentions=self.index.passages_saying,
             words_starting=self.index.words_starting,
-            asked_as=asked.question if query.strip() != asked.question.strip() else "",
+            asked_as=asked.question,
         )
         # an abstention learns nothing: memory is written only for an answer that stands
         if retrieval.on_answer is not None and composed.text and not composed.abstained:

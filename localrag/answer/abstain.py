@@ -128,12 +128,15 @@ def unmentioned_names(question: str, common: MentionCount | None, passages: Sequ
     found or the folder (``starting``) say one is a misspelling, not a missing thing ("Margaraviate")."""
     if common is None:
         return []
+    found: set[str] | None = None  # the words of the passages found, read once and only when needed
     out = []
     for name in question_names(question) + question_identifiers(question):
         for word in WORD.findall(name):
             if len(word) < 3 or word.lower() in CONTENT_STOPWORDS or common(word) > 0:
                 continue
-            if not _misspelt(word.lower(), passages, starting):
+            if found is None:
+                found = {w.lower() for p in passages for w in WORD.findall(p.text)}
+            if not _misspelt(word.lower(), found, starting):
                 out.append(name)
                 break
     return out
@@ -145,10 +148,8 @@ def question_identifiers(question: str) -> list[str]:
     return list(dict.fromkeys(t for t in tokens if t and IDENTIFIER.fullmatch(t)))
 
 
-def _misspelt(word: str, passages: Sequence[Passage], starting: WordsStarting | None) -> bool:
-    said = {w.lower() for p in passages for w in WORD.findall(p.text)}
-    if starting is not None:
-        said |= starting(word[:SPELLING_PREFIX])
+def _misspelt(word: str, found: set[str], starting: WordsStarting | None) -> bool:
+    said = found | starting(word[:SPELLING_PREFIX]) if starting is not None else found
     return any(abs(len(w) - len(word)) <= 2 and difflib.SequenceMatcher(None, word, w).ratio() >= NEAR_SPELLING
                for w in said)
 
@@ -172,7 +173,8 @@ def check_evidence(question: str, passages: Sequence[Passage], best: float | Non
     ``names_rule`` False: rule 2 is not applied (it reads English capitalisation: localrag/language.py)."""
     if best is None:
         return EvidenceCheck("no evidence sentences") if settings.abstain_below > 0 else EvidenceCheck()
-    unmentioned = unmentioned_names(question, common, passages, starting) if names_rule and settings.abstain_unmentioned else []
+    rule_3 = names_rule and settings.abstain_unmentioned
+    unmentioned = unmentioned_names(question, common, passages, starting) if rule_3 else []
     if unmentioned:
         shown = ", ".join(f"“{n}”" for n in unmentioned[:3])
         return EvidenceCheck(f"no note of the folder mentions {shown}")

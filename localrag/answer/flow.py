@@ -97,8 +97,8 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
             mentions: MentionCount | None = None, words_starting: WordsStarting | None = None,
             asked_as: str = "") -> Composed:
     """The answer for ``question`` (``since``: perf_counter when it was asked, for elapsed times;
-    ``asked_as``: a follow-up's own words when ``question`` is what it was resolved to: the model reads
-    both, the rules (evidence, shape, candidates) only the resolved question;
+    ``asked_as``: the words the user asked when ``question`` is what a follow-up was resolved to: the
+    model reads both, the rules (evidence, shape, candidates) only the resolved question;
     ``history``: earlier turns of a conversation, placed before the passages of an open answer;
     ``lookup``: a note by its title, for the notes a comparison question names; ``links``: the
     passages of the notes a sentence links to; ``mentions``: how many passages of the folder say a name;

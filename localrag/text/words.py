@@ -13,10 +13,10 @@ WORD = re.compile(r"[\w][\w'’\-]*")  # a word with its apostrophes and hyphens
 WORD_RUN = re.compile(r"\w+")  # split at every other character: full-text terms, injection payloads, bench overlap
 LETTER_RUN = re.compile(r"[^\W_]+")  # letters and digits only, "_" a separator too (retrieve/neuropath/entities.py)
 WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # words and punctuation marks: the chunker's token estimate
-# a word as an answer n-gram takes it: inner dots, commas and slashes kept ("2,140", "1/2"; answer/prior.py)
 # a key of code or configuration rather than a word: `code`, lower camelCase, snake_case, a::path or
 # dotted.name, a --flag ("McCandless" and "MacArthur" are names, so upper camelCase is not one)
 IDENTIFIER = re.compile(r"`[^`]+`|[a-z][a-z0-9]*[A-Z][\w-]*|\w*[a-z0-9]_\w+|[A-Za-z_]\w*(?:(?:::|\.)\w+)+|--?\w[\w-]*")
+# a word as an answer n-gram takes it: inner dots, commas and slashes kept ("2,140", "1/2"; answer/prior.py)
 NGRAM_TOKEN = re.compile(r"[\w][\w'’.,\-/]*[\w]|[\w]")
 _ATTRIBUTION_WORD = re.compile(r"[A-Za-z0-9]{3,}")
 # nationality and group adjectives ("American", "South Korean"): the usual first words about a
