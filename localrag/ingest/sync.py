@@ -33,6 +33,7 @@ from localrag.ingest.markdown import inline_tags, link_hrefs
 from localrag.ingest.places import chunk_document, locator
 from localrag.ingest.window import fit_window
 from localrag.ingest.walker import FoundFile, examine_paths, walk
+from localrag.native_memory import release_freed_memory
 from localrag.records import SkippedFile
 from localrag.store import Store
 from localrag.store.connection import is_database_failure
@@ -345,7 +346,7 @@ class _EmbedPipeline:
         self.report.vectors_reused += len(vectors)
         missing = [sha for sha in needed if sha not in vectors]
         texts = [needed[sha] for sha in missing]
-        future = self._pool.submit(self.embedder.encode, texts, self.settings.embed_batch)
+        future = self._pool.submit(_encode_group, self.embedder, texts, self.settings.embed_batch)
         self._drain()
         self._waiting = (plans, vectors, missing, future)
 
@@ -363,6 +364,14 @@ class _EmbedPipeline:
         self.emit(Progress("embed", self.report.embedded, self.report.embedded))
         for plan in plans:
             _write_guarded(self.store, plan, vectors, self.report)
+
+
+def _encode_group(embedder: Embedder, texts: list[str], batch: int) -> np.ndarray:
+    """One group's vectors, on the embedding thread; the pages its activations freed go back to the
+    system before the next group (``native_memory``)."""
+    vectors = embedder.encode(texts, batch)
+    release_freed_memory()
+    return vectors
 
 
 _WRITE_COUNTS = ("added", "updated", "passages_added", "passages_kept", "passages_removed")
