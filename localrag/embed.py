@@ -268,9 +268,9 @@ _DEFAULT: MiniLMEmbedder | None = None
 def quiet_waiting_threads() -> None:
     """Before torch loads: its OpenMP threads sleep between operations instead of spinning (the
     user's own OMP_WAIT_POLICY wins). Spinning, they hold both cores while the indexer's thread
-    chunks and writes, or the TUI's thread draws: a first index of 20,228 tldr passages took 241.5 s
-    spinning, 225.9 s sleeping; one thread embedding alone is 11 % slower sleeping
-    (docs/benchmarks.md "Scale: the whole tldr-pages folder")."""
+    chunks and writes, or the TUI's thread draws: the whole tldr folder's first index took 1,060 s of
+    user CPU sleeping against 1,255 s spinning; embedding with nothing else to run is 11 % slower
+    sleeping (docs/benchmarks.md "Scale: the whole tldr-pages folder")."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 

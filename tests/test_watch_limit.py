@@ -164,6 +164,13 @@ def test_folders_made_past_the_real_limit_while_watching_switch_the_watcher_to_p
     assert "new folder(s) got no inotify watch" in message and "fs.inotify.max_user_watches" in message
 
 
+def _sigint_as_python_sets_it() -> None:
+    """In the child before exec: SIGINT back to its default. A suite started in the background of a
+    non-interactive shell (``nohup … &``) inherits SIGINT ignored, Python then leaves it ignored,
+    and the SIGINT below would never stop the command."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @needs_namespace
 def test_localrag_watch_past_the_real_limit_warns_on_stderr_and_indexes_an_edit(tmp_path: Path, settings_for,
                                                                                embedder) -> None:
@@ -174,7 +181,7 @@ def test_localrag_watch_past_the_real_limit_warns_on_stderr_and_indexes_an_edit(
     unwatched_note = _last_walked(root) / "crate.md"
     cmd = _limited([str(REPO / ".venv" / "bin" / "localrag"), "watch", str(root), "--no-graph"])
     watch = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                             env={**_env(), "PYTHONFAULTHANDLER": "1"})
+                             env={**_env(), "PYTHONFAULTHANDLER": "1"}, preexec_fn=_sigint_as_python_sets_it)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in watch.stdout], daemon=True).start()
     try:
