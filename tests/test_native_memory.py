@@ -28,7 +28,7 @@ def _rss_kb() -> int:
 
 def _fragment_an_arena(libc: ctypes.CDLL, kept: list[int]) -> None:
     blocks = [libc.malloc(BLOCK) for _ in range(BLOCKS)]
-    for at, ptr in enumerate(blocks):
+    for ptr in blocks:
         ctypes.memset(ptr, 1, BLOCK)  # touched: resident
     for at, ptr in enumerate(blocks):
         if at % KEPT_EVERY:
