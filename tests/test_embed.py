@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
-from localrag.embed import EmbedderError, MiniLMEmbedder, resolve_precision
+from localrag.embed import OPENMP_SPIN, EmbedderError, MiniLMEmbedder, resolve_precision
 
 TEXTS = [
     "Marguerite Okafor restored the lighthouse of Port Ellery in 1931.",
@@ -24,6 +26,15 @@ def test_precision_names_and_environment(monkeypatch):
     assert resolve_precision() == "fp32"
     with pytest.raises(EmbedderError, match="fp16.*auto, fp32, bf16"):
         resolve_precision("fp16")
+
+
+def test_loading_the_model_shortens_openmp_spinning_unless_the_user_says(monkeypatch):
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    MiniLMEmbedder().load_model()
+    assert os.environ["GOMP_SPINCOUNT"] == OPENMP_SPIN
+    monkeypatch.setenv("GOMP_SPINCOUNT", "7")
+    MiniLMEmbedder().load_model()
+    assert os.environ["GOMP_SPINCOUNT"] == "7"
 
 
 def test_bf16_vectors_match_fp32_and_are_unit_length():

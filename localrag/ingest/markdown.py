@@ -27,9 +27,13 @@ _TAG = re.compile(r"(?<![\w/#&\]\[])#([\w\-/]*[^\W\d][\w\-/]*)", re.UNICODE)
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
 
 
+def _new_parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").use(front_matter_plugin).use(footnote_plugin).enable("table")
+
+
 @lru_cache(maxsize=1)
 def parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").use(front_matter_plugin).use(footnote_plugin).enable("table")
+    return _new_parser()
 
 
 @lru_cache(maxsize=1)
@@ -37,8 +41,15 @@ def _parser_without_links() -> MarkdownIt:
     """``parser`` without the Markdown link and image rules, for text that can hold neither: the link
     rule tries every ``[`` as a link label, and a note of thousands of [[wikilinks]] spent most of its
     graph phase there."""
-    return MarkdownIt("commonmark").use(front_matter_plugin).use(footnote_plugin).enable("table").disable(
-        ["link", "image"])
+    return _new_parser().disable(["link", "image"])
+
+
+@lru_cache(maxsize=1)
+def _block_parser() -> MarkdownIt:
+    """``parser`` without the inline pass: block line ranges and heading texts need none of it (a
+    third of a note's parse). Not for a text with footnotes: their definitions are placed by a rule
+    after the inline pass, for the references it finds."""
+    return _new_parser().disable("inline")
 
 
 def _inline_parser(text: str) -> MarkdownIt:
@@ -70,7 +81,7 @@ class ParsedMarkdown:
 
 def parse_markdown(text: str) -> ParsedMarkdown:
     """Top-level blocks in reading order (front matter left out), with exact 1-based line ranges."""
-    tokens = parser().parse(text)
+    tokens = (parser() if "[^" in text else _block_parser()).parse(text)
     blocks: list[MdBlock] = []
     front: FrontMatter | None = None
     i = 0
@@ -188,19 +199,42 @@ def _cached_refs(text: str) -> InlineRefs:
     return _parse_refs(text)
 
 
+def _may_link(text: str) -> bool:
+    """False when ``text`` cannot hold a link: a wikilink needs ``[[``, a Markdown link ``](`` or a
+    reference definition's ``]:``, and an entity could spell any of them."""
+    return "[[" in text or "](" in text or "]:" in text or "&#" in text
+
+
+# markup that can stand right before a tag's # and is gone from the prose: "[#tag](url)", "_#tag_"
+_TAG_UNBLOCKED = str.maketrans("[]_*", "    ")
+
+
+def _may_tag(text: str) -> bool:
+    """False when ``text`` cannot hold a #tag: prose is the raw text less its markup, so a tag there
+    matches in the raw text too once the markup that can precede it is blanked (or an entity spells it)."""
+    return "#" in text and ("&#" in text or _TAG.search(text.translate(_TAG_UNBLOCKED)) is not None)
+
+
+def _runs(text: str) -> list[tuple[str, list[Token]]]:
+    return list(_prose_runs(_inline_parser(text).parse(text)))
+
+
 def _parse_refs(text: str) -> InlineRefs:
-    runs = list(_prose_runs(_inline_parser(text).parse(text)))
+    # most passages hold neither: no parse then (the fast phase parsed every passage, 2 of 3 parses of a folder)
+    if not _may_link(text) and not _may_tag(text):
+        return InlineRefs((), ())
+    runs = _runs(text)
     return InlineRefs(tuple(_links(runs)), tuple(_tags(runs)))
 
 
 def note_links(text: str) -> list[NoteLink]:
     """Wikilinks, embeds and relative Markdown links in prose (not in code), in reading order."""
-    return _links(list(_prose_runs(_inline_parser(text).parse(text))))
+    return _links(_runs(text)) if _may_link(text) else []
 
 
 def inline_tags(text: str) -> list[str]:
     """#tags written in prose (not in code or headings' # marks), lowercased, distinct, in order."""
-    return _tags(list(_prose_runs(_inline_parser(text).parse(text))))
+    return _tags(_runs(text)) if _may_tag(text) else []
 
 
 def _links(runs: list[tuple[str, list[Token]]]) -> list[NoteLink]:
