@@ -220,7 +220,7 @@ def _runs(text: str) -> list[tuple[str, list[Token]]]:
 
 
 def _parse_refs(text: str) -> InlineRefs:
-    # most passages hold neither: no parse then (the fast phase parsed every passage, 2 of 3 parses of a folder)
+    # most passages hold neither, and parsing them all cost a first index more than its notes' own parse
     if not _may_link(text) and not _may_tag(text):
         return InlineRefs((), ())
     runs = _runs(text)
