@@ -6,9 +6,9 @@ notes suite's unanswerable questions (docs/benchmarks.md "Notes suite: answers")
 
 1. the best evidence sentence is far from the question (cosine < ``answer.abstain_below``);
 2. the question names things (people, works, places: the spans the graph extractor finds) and,
-   for more than half of them, none of the notes found is about it (no note title is the name,
-   holds it or is held by it), while the best sentence is only moderately close (cosine <
-   ``answer.abstain_unnamed_below``). A question about a thing is answered by the note about it
+   for more than half of them, none of the notes found is about it (no note title, nor a folder
+   a note lies in, is the name, holds it or is held by it: ``cisco-ios/write.md`` is about Cisco),
+   while the best sentence is only moderately close (cosine < ``answer.abstain_unnamed_below``). A question about a thing is answered by the note about it
    or by one that names it in passing and says the asked fact closely; when the note about it
    is missing, what is retrieved are notes that merely mention it, and their closest sentence
    says something else about it;
@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 from localrag.config import AnswerSettings
 from localrag.records import Passage
+from localrag.text.folders import folders_of
 from localrag.text.normalise import POSSESSIVE_S, name_key
 from localrag.text.spans import find_spans
 from localrag.text.stopwords import CONTENT_STOPWORDS
@@ -111,7 +112,7 @@ def names_without_note(question: str, passages: Sequence[Passage], common: Menti
     names = question_names(question)
     if common is not None and common_from > 0:
         names = [n for n in names if common(n) < common_from]
-    titles = [p.title for p in passages]
+    titles = [p.title for p in passages] + [f for p in passages for f in folders_of(p.path)]
     return [n for n in names if not is_about(n, titles, question)], len(names)
 
 

@@ -33,11 +33,18 @@ ratio of its first score to its fifth: full from ``fusion_lexical_peak`` up,
 ``fusion_lexical_flat`` at 1 (a flat head), linear between — but only while the dense list has a
 leader (its first cosine beats its fifth by ``fusion_dense_lead``): when both heads are flat,
 neither list knows better and both count fully.
+
+Named folders: a note's folders say what it is about ("windows/ping.md"), but neither the vectors nor
+BM25 see them. For each folder a question names (``text/folders.py``: "… ping send on Windows …"), the
+dense ranking of that folder's passages is one more list, weighted by ``fusion_folder`` times the
+folder's rarity (1 − its share of the notes), so a folder holding most notes adds little. A folder of
+notes that all lie in one folder, or none, is never named: it changes nothing there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 import numpy as np
 
@@ -49,6 +56,8 @@ from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf, spread_notes
 from localrag.retrieve.graph_settings import GraphSettings
 from localrag.retrieve.parts import question_parts
 from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds, traced_seeds
+from localrag.store.vault import PassageFilter
+from localrag.text.folders import NamedFolder, named_folders
 from localrag.trace import TraceEvent, omit_empty, optional
 
 # the BM25 search runs beside the query embedding, the vector search and the walk
@@ -200,9 +209,27 @@ class ListWeights:
                    weights.rrf_k)
 
 
-def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights, k: int, focus: float = 1.0) -> Ranking:
+def fuse(dense: Ranking, lexical: Ranking, ppr: Ranking, weights: FusionWeights, k: int, focus: float = 1.0,
+         folders: Sequence[tuple[Ranking, float]] = ()) -> Ranking:
+    """The weighted RRF of the three lists and of ``folders``' (ranking, weight) pairs."""
     lists = ListWeights.of(weights, dense, lexical, ppr, focus)
-    return rrf([dense, lexical, ppr], k, weights=[lists.dense, lists.lexical, lists.ppr], rrf_k=lists.rrf_k)
+    return rrf([dense, lexical, ppr, *(r for r, _ in folders)], k,
+               weights=[lists.dense, lists.lexical, lists.ppr, *(w for _, w in folders)], rrf_k=lists.rrf_k)
+
+
+def folder_lists(ctx: Context, query: str, qvec: np.ndarray, pool: int) -> list[tuple[NamedFolder, Ranking, float]]:
+    """For each folder the query names (text/folders.py), the dense ranking of its passages and its
+    weight: ``graph.fusion_folder`` x the folder's rarity (module doc, "Named folders")."""
+    weight = ctx.settings.graph.fusion_folder
+    if weight <= 0:
+        return []
+    out = []
+    for folder in named_folders(query, ctx.store.docs.notes_per_folder(), ctx.store.docs.count()):
+        if folder.rarity <= 0:
+            continue
+        inside = ctx.store.vault.filtered_passage_ids(PassageFilter(paths=(folder.path + "/",)))
+        out.append((folder, ctx.store.vectors.knn(qvec, pool, only=inside), weight * folder.rarity))
+    return out
 
 
 @dataclass(frozen=True)
@@ -227,6 +254,7 @@ class FusionStep(TraceEvent, step="fusion", strategy="graph"):
     damping: Damping | None = None
     hits: ListHits | None = None
     seeds: tuple[Seed, ...] = ()
+    folders: tuple[str, ...] = omit_empty(())  # the folders the question names, whose passages are a list too
     note: str | None = optional()
     parts: tuple[str, ...] = omit_empty(())  # a question that asks two things: each part ranked too
 
@@ -260,15 +288,17 @@ def _fused(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | N
     if w.mass is not None:
         scores = passage_scores(w.graph, w.mass, cfg.ppr_entity_damping, cfg.ppr_passage_damping)
         ppr = ppr_list(ctx, qvec, dense, w.graph, scores, pool)
+    folders = folder_lists(ctx, query, qvec, pool)
     lexical = lexical_future.result()
     weights = FusionWeights.of(ctx)
     step = FusionStep(
         weights=_rounded(ListWeights.of(weights, dense, lexical, ppr, focus)),
         seed_focus=round(focus, 4), damping=Damping(cfg.ppr_entity_damping, cfg.ppr_passage_damping),
         hits=ListHits(len(dense), len(lexical), len(ppr)), seeds=traced_seeds(w.seeds),
+        folders=tuple(f.path for f, _, _ in folders),
         note="no query entity in the graph: dense and lexical only" if w.mass is None else None,
     )
-    return fuse(dense, lexical, ppr, weights, k, focus), step
+    return fuse(dense, lexical, ppr, weights, k, focus, [(r, wt) for _, r, wt in folders]), step
 
 
 def _rounded(lists: ListWeights) -> ListWeights:

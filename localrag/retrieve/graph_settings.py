@@ -42,6 +42,10 @@ class GraphSettings:
     fusion_lexical_flat: float = 0.5
     fusion_lexical_peak: float = 1.5
     fusion_dense_lead: float = 0.02
+    # each folder the question names adds the dense ranking of its passages, weighted by this x the folder's
+    # rarity (1 - its share of the notes) (localrag/retrieve/graph.py "Named folders"; chosen on the tldr
+    # tuning half among 0, 0.5, 1 and 2, docs/benchmarks.md "Notes suite: retrieval"; 0 = off)
+    fusion_folder: float = 2.0
     ppr_entity_damping: float = 1.0  # PPR mass of an entity / |passages mentioning it| ** this
     ppr_passage_damping: float = 0.5  # a passage's PPR score / |entities it mentions| ** this
     # a question that asks two things ("…, and how do I …") is ranked whole and part by part, fused

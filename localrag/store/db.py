@@ -156,6 +156,12 @@ class Store:
         """Changes whenever another connection (another process) commits; this one's own commits leave it."""
         return int(self.one("PRAGMA data_version")[0])
 
+    def change_mark(self) -> tuple[int, int]:
+        """Differs after any commit, this connection's (its total changes) or another's (data_version):
+        what a cache of a read is keyed by."""
+        with self._lock:
+            return self.data_version(), self.conn.total_changes
+
     def schema_version(self) -> int:
         row = self.one("SELECT MAX(version) FROM schema_migrations")
         return int(row[0] or 0) if row else 0

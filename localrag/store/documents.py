@@ -42,6 +42,7 @@ class NewPassage:
 class Documents:
     def __init__(self, store: "Store") -> None:
         self.s = store
+        self._folders: tuple[tuple[int, int], dict[str, int]] | None = None  # (change mark, notes per folder)
 
     # -- documents ------------------------------------------------------------
     def all(self) -> dict[str, Document]:
@@ -103,6 +104,23 @@ class Documents:
 
     def count(self) -> int:
         return int(self.s.one("SELECT COUNT(*) FROM documents")[0])
+
+    def notes_per_folder(self) -> dict[str, int]:
+        """Each folder's path ("a", "a/b") -> the notes under it, its subfolders' included (the top
+        folder is not listed: ``count`` is all of them). One grouped read, again only after a write."""
+        mark = self.s.change_mark()
+        if self._folders is not None and self._folders[0] == mark:
+            return self._folders[1]
+        # rtrim by every character of the path but "/" leaves its folder and the "/" after it
+        rows = self.s.query("SELECT rtrim(path, replace(path, '/', '')), COUNT(*) FROM documents GROUP BY 1")
+        out: dict[str, int] = {}
+        for folder, notes in rows:
+            parts = str(folder).rstrip("/").split("/") if folder else []
+            for depth in range(1, len(parts) + 1):
+                key = "/".join(parts[:depth])
+                out[key] = out.get(key, 0) + int(notes)
+        self._folders = (mark, out)
+        return out
 
     def count_by_kind(self) -> dict[str, int]:
         """Documents per kind (markdown, pdf, docx, ...), most first."""
