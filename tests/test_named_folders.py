@@ -17,8 +17,9 @@ COUNTS = {"common": 62, "linux": 27, "windows": 4, "osx": 5, "cisco-ios": 1, "to
 
 
 def test_a_question_names_a_folder_by_its_whole_words():
-    assert named_folders("How many pings does ping send on Windows?", COUNTS, 100) == [NamedFolder("windows", 0.04)]
-    assert named_folders("How do I save a Cisco IOS router's configuration?", COUNTS, 100)[0].path == "cisco-ios"
+    assert named_folders("How many pings does ping send on Windows?", COUNTS, 100) == \
+        [NamedFolder("windows", ("windows",), 0.04)]
+    assert named_folders("How do I save a Cisco IOS router's configuration?", COUNTS, 100)[0].paths == ("cisco-ios",)
     assert named_folders("How do I save a Cisco router's configuration?", COUNTS, 100) == []  # not all its words
     assert named_folders("How do I split a tmux window?", COUNTS, 100) == []  # "window" is not "windows"
     assert named_folders("How do I go to the parent folder?", COUNTS, 100) == []  # a function word names nothing
@@ -26,14 +27,22 @@ def test_a_question_names_a_folder_by_its_whole_words():
 
 def test_the_rarest_folders_come_first_and_a_few_at_most():
     named = named_folders("on common linux, osx and windows", COUNTS, 100)
-    assert [f.path for f in named] == ["windows", "osx", "linux"][:MAX_NAMED]
+    assert [f.name for f in named] == ["windows", "osx", "linux"][:MAX_NAMED]
     assert named[0].rarity == pytest.approx(0.96)
     assert named_folders("on windows", COUNTS, 0) == []
 
 
+def test_folders_of_one_name_are_one_name():
+    # translated pages keep the same platform folders: "on Linux" names all of them, counted together
+    counts = {"pages": 60, "pages/linux": 20, "pages.de": 40, "pages.de/linux": 15, "linux": 5, "linux/linux": 2}
+    (named,) = named_folders("How do I add a route on Linux?", counts, 100)
+    assert named.paths == ("linux", "pages.de/linux", "pages/linux")  # linux/linux lies in linux/
+    assert named.share == pytest.approx(0.40)
+
+
 def test_a_nested_folder_is_named_by_its_own_name():
     counts = {"Projects": 3, "Projects/Acme Corp": 2}
-    assert [f.path for f in named_folders("When is the Acme Corp launch?", counts, 10)] == ["Projects/Acme Corp"]
+    assert [f.paths for f in named_folders("When is the Acme Corp launch?", counts, 10)] == [("Projects/Acme Corp",)]
     assert folders_of("Projects/Acme Corp/launch.md") == ["Projects", "Acme Corp"]
     assert folders_of("top.md") == []
 

@@ -227,7 +227,7 @@ def folder_lists(ctx: Context, query: str, qvec: np.ndarray, pool: int) -> list[
     for folder in named_folders(query, ctx.store.docs.notes_per_folder(), ctx.store.docs.count()):
         if folder.rarity <= 0:
             continue
-        inside = ctx.store.vault.filtered_passage_ids(PassageFilter(paths=(folder.path + "/",)))
+        inside = ctx.store.vault.filtered_passage_ids(PassageFilter(paths=tuple(p + "/" for p in folder.paths)))
         out.append((folder, ctx.store.vectors.knn(qvec, pool, only=inside), weight * folder.rarity))
     return out
 
@@ -295,7 +295,7 @@ def _fused(ctx: Context, query: str, k: int, extra_restart: dict[int, float] | N
         weights=_rounded(ListWeights.of(weights, dense, lexical, ppr, focus)),
         seed_focus=round(focus, 4), damping=Damping(cfg.ppr_entity_damping, cfg.ppr_passage_damping),
         hits=ListHits(len(dense), len(lexical), len(ppr)), seeds=traced_seeds(w.seeds),
-        folders=tuple(f.path for f, _, _ in folders),
+        folders=tuple(p for f, _, _ in folders for p in f.paths),
         note="no query entity in the graph: dense and lexical only" if w.mass is None else None,
     )
     return fuse(dense, lexical, ppr, weights, k, focus, [(r, wt) for _, r, wt in folders]), step

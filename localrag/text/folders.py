@@ -21,10 +21,12 @@ MAX_NAMED = 3  # a question naming more folders than this keeps the rarest
 
 @dataclass(frozen=True)
 class NamedFolder:
-    """A folder a question names: its path in the notes folder and the share of all notes under it."""
+    """A folder name a question says: every folder of that name (``linux/`` and ``pages.de/linux/`` are
+    one name) and the share of all notes under them."""
 
-    path: str  # "windows", "Projects/Acme" (no trailing slash)
-    share: float  # notes under it (its subfolders' included) / all notes
+    name: str  # as the first such folder spells it: "windows", "Acme Corp"
+    paths: tuple[str, ...]  # the folders of that name ("pages/linux", "pages.de/linux"), no trailing slash
+    share: float  # notes under any of them / all notes
 
     @property
     def rarity(self) -> float:
@@ -47,17 +49,20 @@ def _says_in_order(said: list[str], wanted: tuple[str, ...]) -> bool:
 
 
 def named_folders(question: str, notes_per_folder: Mapping[str, int], total: int) -> list[NamedFolder]:
-    """The folders ``question`` names (module doc), rarest first, at most ``MAX_NAMED``;
+    """The folder names ``question`` says (module doc), rarest first, at most ``MAX_NAMED``;
     ``notes_per_folder``: each folder's path -> the notes under it; ``total``: all notes."""
     if total <= 0:
         return []
     said = list(name_words(question))
-    found: list[NamedFolder] = []
-    for path, notes in notes_per_folder.items():
+    by_name: dict[tuple[str, ...], list[str]] = {}
+    for path in sorted(notes_per_folder):
         wanted = name_words(path.rsplit("/", 1)[-1])
-        if not wanted or all(w in CONTENT_STOPWORDS or len(w) < 2 for w in wanted):
+        if not wanted or all(w in CONTENT_STOPWORDS or len(w) < 2 for w in wanted) or not _says_in_order(said, wanted):
             continue
-        if _says_in_order(said, wanted):
-            found.append(NamedFolder(path, notes / total))
-    found.sort(key=lambda f: (f.share, f.path))
+        paths = by_name.setdefault(wanted, [])
+        if not any(path.startswith(outer + "/") for outer in paths):  # "linux/linux" counts once
+            paths.append(path)
+    found = [NamedFolder(paths[0].rsplit("/", 1)[-1], tuple(paths), sum(notes_per_folder[p] for p in paths) / total)
+             for paths in by_name.values()]
+    found.sort(key=lambda f: (f.share, f.name))
     return found[:MAX_NAMED]
