@@ -8,10 +8,10 @@ notes suite's unanswerable questions (docs/benchmarks.md "Notes suite: answers")
 2. the question names things (people, works, places: the spans the graph extractor finds) and,
    for more than half of them, none of the notes found is about it (no note title, nor a folder
    a note lies in, is the name, holds it or is held by it: ``cisco-ios/write.md`` is about Cisco),
-   while the best sentence is only moderately close (cosine < ``answer.abstain_unnamed_below``). A question about a thing is answered by the note about it
-   or by one that names it in passing and says the asked fact closely; when the note about it
-   is missing, what is retrieved are notes that merely mention it, and their closest sentence
-   says something else about it;
+   while the best sentence is only moderately close (cosine < ``answer.abstain_unnamed_below``).
+   A question about a thing is answered by the note about it or by one that names it in passing
+   and says the asked fact closely; when the note about it is missing, what is retrieved are notes
+   that merely mention it, and their closest sentence says something else about it;
 3. the question names a thing, or a key of code ("no_std"), that no passage of the whole folder says
    (``answer.abstain_unmentioned``; a near spelling of a word the folder says is a typo, not a missing
    thing): "Does the preview render PlantUML diagrams?" in a vault that never writes "PlantUML". The closest
