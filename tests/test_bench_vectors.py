@@ -91,3 +91,21 @@ def test_an_index_made_before_the_rescoring_table_is_backfilled(tmp_path):
         assert reopened.vectors.knn_fast(vecs[6], 1)[0][0] == 7
     finally:
         reopened.close()
+
+
+def test_a_filter_in_a_large_index_prefilters_among_its_own_vectors(store, monkeypatch):
+    """Over EXACT_LIMIT vectors, a filter of more passages than the search rescores is prefiltered by
+    sign bits among those passages alone: only they come back, the planted neighbour first, exact cosines."""
+    import localrag.store.vectors as vectors_mod
+    monkeypatch.setattr(vectors_mod, "EXACT_LIMIT", 0)
+    only = set(range(1, N + 1, 2))  # 1,500 odd ids: more than MIN_CANDIDATES
+    rng = np.random.default_rng(8)
+    among = store.vectors.get(sorted(only))
+    ids, matrix = np.array(list(among)), np.stack(list(among.values()))
+    for pid, vec in store.vectors.get([1, 3, 5, 7, 9, 2, 4]).items():
+        query = _unit((vec + 0.03 * rng.standard_normal(DIM)).reshape(1, -1))[0]
+        hits = store.vectors.knn(query, 10, only=only)
+        assert len(hits) == 10 and {p for p, _ in hits} <= only
+        if pid in only:  # the planted neighbour first, with its exact cosine
+            best = int(np.argmax(matrix @ query))
+            assert hits[0] == (pid, pytest.approx(float(matrix[best] @ query), abs=1e-5)) and ids[best] == pid

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from localrag.embed import OPENMP_SPIN, EmbedderError, MiniLMEmbedder, resolve_precision
+from localrag.embed import OPENMP_SPIN, EmbedderError, MiniLMEmbedder, longest_first, resolve_precision
 
 TEXTS = [
     "Marguerite Okafor restored the lighthouse of Port Ellery in 1931.",
@@ -64,3 +64,20 @@ def test_numpy_forward_pass_gives_the_same_vectors_without_torch():
     assert (small * full).sum(axis=1).min() > 0.99999
     long_text = " ".join(["word"] * 300)
     assert not fresh._small().fits([long_text]) and not fresh._small().fits(["a"] * 17), "indexing stays on torch"
+
+
+def test_longest_first_orders_by_length_and_keeps_ties_in_order():
+    assert longest_first([3, 9, 3, 1, 9]) == [1, 4, 0, 2, 3]
+    assert longest_first([]) == []
+
+
+def test_batches_by_wordpieces_give_each_text_its_own_vector_in_its_place():
+    """More texts than a batch are ordered by wordpieces before batching: the vectors come back in the
+    callers' order, each the one the text gets alone."""
+    texts = [f"{i} " + "sourdough starter flour water " * (i % 7) + f"note {i}" for i in range(40)]
+    embedder = MiniLMEmbedder(precision="fp32")
+    batched = embedder.encode(texts, batch_size=8)
+    alone = np.stack([embedder._load().encode([t], normalize_embeddings=True, convert_to_numpy=True)[0]
+                      for t in texts[:12]])
+    assert (batched[:12] * alone).sum(axis=1).min() > 0.99999
+    assert np.argmax(batched @ alone.T, axis=0).tolist() == list(range(12))

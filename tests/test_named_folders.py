@@ -117,3 +117,17 @@ def test_a_note_is_about_the_folder_it_lies_in():
     question = "How do I save a Cisco router's running configuration?"
     assert names_without_note(question, [_page("cisco-ios/write.md", "write")]) == ([], 1)
     assert names_without_note(question, [_page("linux/write.md", "write")]) == (["Cisco"], 1)
+
+
+def test_the_passages_under_a_folder_are_its_own_and_follow_writes(platforms, tmp_path):
+    docs = platforms.store.docs
+
+    def paths_under(*folders: str) -> set[str]:
+        return {p.path for p in docs.passages(sorted(docs.passage_ids_under(folders)))}
+
+    assert paths_under("windows") == {"windows/ping.md"}
+    assert paths_under("linux", "windows/") == {"windows/ping.md"} | {f"linux/util{i}.md" for i in range(6)}
+    _write(tmp_path / "pages", {"windowsxp/ver.md": "# ver\n\n> Show the version.\n",
+                                "windows/sub/tree.md": "# tree\n\n> Show a folder as a tree.\n"})
+    platforms.sync()
+    assert paths_under("windows") == {"windows/ping.md", "windows/sub/tree.md"}  # not windowsxp/

@@ -56,7 +56,6 @@ from localrag.retrieve.fusion import LexicalBeside, Ranking, rrf, spread_notes
 from localrag.retrieve.graph_settings import GraphSettings
 from localrag.retrieve.parts import question_parts
 from localrag.retrieve.ppr import EntityGraph, Seed, entity_graph, personalised_pagerank, query_seeds, traced_seeds
-from localrag.store.vault import PassageFilter
 from localrag.text.folders import NamedFolder, named_folders
 from localrag.trace import TraceEvent, omit_empty, optional
 
@@ -227,7 +226,7 @@ def folder_lists(ctx: Context, query: str, qvec: np.ndarray, pool: int) -> list[
     for folder in named_folders(query, ctx.store.docs.notes_per_folder(), ctx.store.docs.count()):
         if folder.rarity <= 0:
             continue
-        inside = ctx.store.vault.filtered_passage_ids(PassageFilter(paths=tuple(p + "/" for p in folder.paths)))
+        inside = ctx.store.docs.passage_ids_under(folder.paths)
         out.append((folder, ctx.store.vectors.knn(qvec, pool, only=inside), weight * folder.rarity))
     return out
 

@@ -43,6 +43,7 @@ class Documents:
     def __init__(self, store: "Store") -> None:
         self.s = store
         self._folders: tuple[tuple[int, int], dict[str, int]] | None = None  # (change mark, notes per folder)
+        self._under: tuple[tuple[int, int], dict[tuple[str, ...], frozenset[int]]] | None = None  # passages under folders
 
     # -- documents ------------------------------------------------------------
     def all(self) -> dict[str, Document]:
@@ -121,6 +122,26 @@ class Documents:
                 out[key] = out.get(key, 0) + int(notes)
         self._folders = (mark, out)
         return out
+
+    def passage_ids_under(self, folders: Sequence[str]) -> frozenset[int]:
+        """Every passage of the notes under these folders ("a/b", "pages.de/linux"): one range read of
+        the path index per folder (paths compare byte by byte, as the file system names them), kept
+        until the next write."""
+        key = tuple(sorted(f.rstrip("/") + "/" for f in folders))
+        mark = self.s.change_mark()
+        if self._under is None or self._under[0] != mark:
+            self._under = (mark, {})
+        cached = self._under[1].get(key)
+        if cached is not None:
+            return cached
+        ids: set[int] = set()
+        for prefix in key:
+            above = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # the first path after every one under prefix
+            ids.update(int(r[0]) for r in self.s.query(
+                "SELECT p.id FROM documents d JOIN passages p ON p.doc_id = d.id WHERE d.path >= ? AND d.path < ?",
+                (prefix, above)))
+        found = self._under[1][key] = frozenset(ids)
+        return found
 
     def count_by_kind(self) -> dict[str, int]:
         """Documents per kind (markdown, pdf, docx, ...), most first."""

@@ -139,12 +139,7 @@ class PassageVectors:
         distances = cache.hamming(sign_bits(q)[0])
         n_cand = min(max(k * oversample, min_candidates), n)
         picked = np.argpartition(distances, n_cand - 1)[:n_cand] if n_cand < n else np.arange(n)
-        ids, matrix = self._matrix(cache.ids[picked].tolist())
-        if not len(ids):
-            return []
-        scores = matrix @ q
-        order = np.lexsort((ids, -scores))[:k]
-        return [(int(ids[i]), float(scores[i])) for i in order]
+        return self._rescored(cache.ids[picked].tolist(), q, k)
 
     def _matrix(self, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """(ids found, their vectors as one float32 matrix) with one read per 500 ids."""
@@ -185,23 +180,41 @@ class PassageVectors:
         return self.knn_fast(query, k)
 
     def knn_among(self, query: np.ndarray, k: int, only: Collection[int]) -> list[tuple[int, float]]:
-        """Exact KNN restricted to ``only``: cosine over their vectors when they are few, else the
-        unrestricted search widened until k of them are found (or every vector was ranked)."""
+        """KNN restricted to ``only``. In an index the unrestricted search prefilters (over
+        ``EXACT_LIMIT`` vectors), more of them than that search rescores are prefiltered the same way
+        among themselves; fewer, or in a smaller index, cosine over their vectors; more than
+        ``EXACT_LIMIT`` in a smaller index, the unrestricted search widened until k of them are found."""
         if not only or k < 1:
             return []
+        n_cand = max(k * OVERSAMPLE, MIN_CANDIDATES)
+        if len(only) > n_cand and self.count() > EXACT_LIMIT:
+            return self._knn_fast_among(query, k, only, n_cand)
         if len(only) <= EXACT_LIMIT:
-            ids, matrix = self._matrix(sorted(only))
-            if not len(ids):
-                return []
-            scores = matrix @ np.asarray(query, dtype=np.float32)
-            order = np.lexsort((ids, -scores))[:k]
-            return [(int(ids[i]), float(scores[i])) for i in order]
+            return self._rescored(sorted(only), query, k)
         wanted, total = k * 4, self.count()
         while True:
             hits = [h for h in self.knn(query, min(wanted, total)) if h[0] in only]
             if len(hits) >= k or wanted >= total:
                 return hits[:k]
             wanted *= 4
+
+    def _knn_fast_among(self, query: np.ndarray, k: int, only: Collection[int], n_cand: int) -> list[tuple[int, float]]:
+        """``knn_fast`` with the Hamming prefilter over ``only``'s sign bits alone."""
+        cache = self._bits()
+        q = np.asarray(query, dtype=np.float32)
+        inside = np.flatnonzero(np.isin(cache.ids, np.fromiter(only, dtype=np.int64, count=len(only))))
+        distances = cache.hamming(sign_bits(q)[0])[inside]
+        picked = inside[np.argpartition(distances, n_cand - 1)[:n_cand]] if n_cand < len(inside) else inside
+        return self._rescored(cache.ids[picked].tolist(), q, k)
+
+    def _rescored(self, ids: list[int], query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The k of ``ids`` nearest ``query`` by cosine over their float vectors, ties by id."""
+        found, matrix = self._matrix(ids)
+        if not len(found):
+            return []
+        scores = matrix @ np.asarray(query, dtype=np.float32)
+        order = np.lexsort((found, -scores))[:k]
+        return [(int(found[i]), float(scores[i])) for i in order]
 
     def _bits(self) -> _BitsCache:
         """The sign-bit matrix of every vector, reloaded when the vector set has changed."""
