@@ -150,6 +150,12 @@ class AnswerSettings:
     # say (answer/evidence.py with_specific); 0.15 chosen on the notes suite's tuning halves (graph, quote
     # writer): evidence hit @1 0.297/0.433/0.194 -> 0.324/0.567/0.355 (dendron/tldr/rust), 0.1 gave less
     evidence_specific: float = 0.15
+    # taken from the score of an evidence unit whose passage is in another language than the question,
+    # where some passage found is in the question's (answer/evidence.py prefer_language); 0.05 chosen on
+    # the multilingual tldr tuning half (graph, quote writer): evidence units in the question's language
+    # 283 -> 298 of 336, evidence hit @1 50 -> 49 and @3 67 -> 69 of 96 questions; 0.1 and 0.2 lost more
+    # at @1. A folder in one language is unchanged by it (docs/benchmarks.md "Multilingual: answers")
+    evidence_other_language: float = 0.05
     prompt_sentences: int = 6  # evidence sentences the short-answer prompt quotes
     span_sentences: int = 10  # sentences whose entity / date / number spans are candidates
     ngram_sentences: int = 6  # sentences whose word n-grams are candidates

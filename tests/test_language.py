@@ -3,13 +3,17 @@ the evidence unit that answers it, quoted, with no model call, and abstention by
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kg_helpers import write_notes
 from localrag.answer.abstain import check_evidence
+from localrag.answer.evidence import EvidenceSentence, linked_passages, prefer_language
 from localrag.api import Assistant, Index
 from localrag.config import AnswerSettings, load_settings
-from localrag.language import is_english, question_language
+from localrag.language import is_english, question_language, text_language
+from localrag.records import Passage
 
 NOTES = {
     "tar.md": "# tar\n\n> Archivierungswerkzeug.\n\n- Ein Archiv in einen anderen Ordner entpacken:\n\n"
@@ -70,3 +74,78 @@ def test_an_english_question_still_asks_the_writer(assistant):
     # the model writer is the setting: an English question needs the model, which is missing here
     with pytest.raises(Exception, match="no-such-model"):
         assistant.ask("How do I show the current branch?", strategy="hybrid")
+
+
+@pytest.mark.parametrize("text, language", [
+    ("# tar\n\n> Archiving utility.\n> Often combined with a compression method, such as gzip.\n\n"
+     "- Extract an archive into a folder:\n\n`tar xf {{path/to/archive.tar}} -C {{path/to/folder}}`\n", "en"),
+    ("# tar\n\n> Archivierungswerkzeug.\n> Wird oft mit einer Kompressionsmethode wie gzip kombiniert.\n", "de"),
+    ("# dir\n\n> 列出目录的内容。\n> 更多信息：<https://learn.microsoft.com/windows-server/administration>。\n", "zh"),
+    ("# ls\n\n- `ls -la`\n", None),  # no prose to tell by
+    ("# tar\n\n> Archiving utility.\n", None),  # too few words
+])
+def test_the_language_of_a_passage_is_read_from_its_prose(text, language):
+    assert text_language(text) == language
+
+
+def _unit(passage_id: int, text: str, score: float, lang_text: str) -> EvidenceSentence:
+    passage = Passage(passage_id, passage_id, f"n{passage_id}.md", "tar", 0, "", lang_text, "", 1, 9)
+    return EvidenceSentence(text, text, passage, passage_id, 1, "sentence", score, score)
+
+
+ENGLISH_PAGE = "> Archiving utility, often combined with a compression method such as gzip or bzip2."
+GERMAN_PAGE = "> Archivierungswerkzeug, wird oft mit einer Kompressionsmethode wie gzip kombiniert."
+
+
+def test_units_in_another_language_than_the_question_score_less_where_the_question_s_is_found():
+    ranked = [_unit(1, "Ein Archiv entpacken", 0.70, GERMAN_PAGE), _unit(2, "Extract an archive", 0.65, ENGLISH_PAGE)]
+    question = "How do I extract an archive?"
+    moved = prefer_language(question, ranked, 0.1)
+    assert [round(e.score, 2) for e in moved] == [0.60, 0.65]
+    assert prefer_language(question, ranked, 0.0) == ranked
+    only_german = [ranked[0], _unit(3, "Ein Archiv anlegen", 0.5, GERMAN_PAGE)]
+    assert prefer_language(question, only_german, 0.1) == only_german  # none in English: nothing to prefer
+
+
+def test_a_note_of_the_same_name_is_not_a_second_hop():
+    """A sentence that names a title links that note (a bridge), but not a note of its own title: in a
+    folder of translations each `tar` page would lift the others above a closer line."""
+    english = _unit(1, "Extract an archive with tar", 0.8, ENGLISH_PAGE)
+    german = _unit(2, "Ein Archiv mit tar entpacken", 0.6, GERMAN_PAGE)
+    other = replace(_unit(3, "Extract with 7z", 0.5, ENGLISH_PAGE), passage=replace(english.passage, id=3, title="7z"))
+    ranked = [english, german, replace(english, text="Use tar or 7z", plain="Use tar or 7z", score=0.7)]
+    assert linked_passages("How do I extract an archive?", ranked + [other]) == {3}
+
+
+TRANSLATED = {
+    "tar.md": "# tar\n\n> Archiving utility.\n> Often combined with a compression method, such as gzip or bzip2.\n\n"
+                 "- Extract a (compressed) archive file into the target directory:\n\n"
+                 "`tar xf path/to/source.tar.gz --directory path/to/directory`\n",
+    "tar-de.md": "# tar\n\n> Archivierungswerkzeug.\n> Wird oft mit einer Kompressionsmethode wie gzip oder bzip2 kombiniert.\n\n"
+                 "- Entpacke eine (komprimierte) Archivdatei in das Zielverzeichnis:\n\n"
+                 "`tar xf pfad/zu/quelle.tar.gz --directory pfad/zu/verzeichnis`\n",
+}
+
+
+@pytest.mark.parametrize("question, own", [
+    ("How do I extract a tar.gz archive into a target directory?", "tar.md"),
+    ("Wie entpacke ich ein tar.gz-Archiv in ein Zielverzeichnis?", "tar-de.md"),
+])
+def test_in_a_folder_of_translations_the_other_language_s_units_score_less(tmp_path, embedder, question, own):
+    folder = write_notes(tmp_path / "notes", TRANSLATED)
+    scores: dict[float, dict[tuple[str, str], float]] = {}
+    for penalty in (0.0, 0.05):
+        settings = load_settings(folder, {"db": str(tmp_path / "index.db"), "answer.writer": "quote",
+                                          "answer.evidence_other_language": penalty}, env={})
+        index = Index(settings, embedder)
+        try:
+            index.sync()
+            answer = Assistant(index).ask(question, strategy="hybrid")
+        finally:
+            index.close()
+        scores[penalty] = {(e.passage.path, e.plain): e.score for e in answer.evidence}
+        assert answer.evidence[0].passage.path == own
+    assert {path for path, _ in scores[0.0]} == set(TRANSLATED)
+    for unit, before in scores[0.0].items():
+        taken = 0.0 if unit[0] == own else 0.05
+        assert scores[0.05][unit] == pytest.approx(before - taken, abs=1e-6), unit

@@ -71,3 +71,27 @@ def test_sync_stores_only_passages_within_the_window(tmp_path, embedder, setting
         assert max(count([extraction_text(p) for p in passages])) <= window
     finally:
         index.close()
+
+
+def _command_page(filler: int) -> str:
+    """A command page in Chinese whose items are a lead-in ending in a full-width colon and its command."""
+    items = [f"- 创建一个新的包并指定其第 {i} 个版本的安装地址和维护者的名字：\n\n`pkg new {{{{包名}}}} --version {i}`\n"
+             for i in range(14)]
+    return "# pkg new\n\n> " + "生成新的包规范文件。" * (1 + filler) + "\n\n" + "\n".join(items)
+
+
+def test_a_lead_in_opens_the_next_piece_with_its_code(embedder):
+    """Where the window cuts a chunk, a last line that announces the code below it goes with that code."""
+    count, window = embedder.window_counter()
+    cut = 0
+    for filler in range(12):  # moves where the window falls, so some cut would land after a lead-in
+        page = _command_page(filler)
+        chunk = chunk_text(page, "markdown", "pkg new", 10_000, 10_000)[0]
+        pieces = fit_chunk(chunk, page.split("\n"), count, window)
+        assert max(count([p.embed_text for p in pieces])) <= window
+        for piece in pieces[:-1]:
+            cut += 1
+            assert not piece.text.rstrip().endswith("："), piece.text[-80:]
+        for piece in pieces[1:]:
+            assert piece.text.lstrip().startswith(("- ", "`")), piece.text[:40]
+    assert cut >= 12

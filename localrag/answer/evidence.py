@@ -17,6 +17,7 @@ import numpy as np
 from markdown_it import MarkdownIt
 
 from localrag.embed import Embedder, comparable_similarity
+from localrag.language import question_language, text_language
 from localrag.records import Passage, Retrieval
 from localrag.text.normalise import title_key
 from localrag.text.sentences import announces, sentences
@@ -253,14 +254,17 @@ def _units(passage: Passage) -> list[Unit]:
 
 
 def linked_passages(question: str, ranked: Sequence[EvidenceSentence], top: int = 3) -> set[int]:
-    """Passages whose title one of the ``top`` sentences names (and the question does not)."""
+    """Passages whose title one of the ``top`` sentences names (and the question does not), but for
+    those of the sentence's own title: a note of the same name (a translation, the same command on
+    another platform) is not a second hop."""
     asked = f" {title_key(question)} "
     titles = {e.passage.id: title_key(e.passage.title) for e in ranked}
     linked: set[int] = set()
     for e in ranked[:top]:
         said = f" {title_key(e.plain)} "
+        own = titles[e.passage.id]
         linked |= {pid for pid, t in titles.items()
-                   if t and pid != e.passage.id and f" {t} " in said and f" {t} " not in asked}
+                   if t and t != own and f" {t} " in said and f" {t} " not in asked}
     return linked
 
 
@@ -328,6 +332,21 @@ def favour_specific(question: str, ranked: Sequence[EvidenceSentence], weight: f
     """``ranked`` in the order evidence is shown once ``weight`` x ``specific_share`` is added to each
     score (``order_evidence`` of ``with_specific``)."""
     return order_evidence(question, with_specific(question, ranked, weight))
+
+
+def prefer_language(question: str, ranked: Sequence[EvidenceSentence], penalty: float) -> list[EvidenceSentence]:
+    """``ranked`` with ``penalty`` taken from the score of each unit whose passage is told to be in
+    another language than the question, where some passage found is in the question's: in a folder
+    of translations an English question reads English lines first, and a folder in one language is
+    left as it is."""
+    if not penalty or not ranked:
+        return list(ranked)
+    asked = question_language(question)
+    written = {e.passage.id: text_language(e.passage.text) for e in ranked}
+    if asked not in written.values():
+        return list(ranked)
+    return [replace(e, score=e.score - penalty) if written[e.passage.id] not in (None, asked) else e
+            for e in ranked]
 
 
 def specific_share(text: str, question: str) -> float:

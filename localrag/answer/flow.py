@@ -21,7 +21,8 @@ from localrag.answer import (
 )
 from localrag.answer.abstain import MentionCount, WordsStarting, check_evidence
 from localrag.answer.compare import NoteLookup
-from localrag.answer.evidence import EvidenceSentence, favour_specific, path_facts, rank_evidence, split_units
+from localrag.answer.evidence import (EvidenceSentence, favour_specific, path_facts, prefer_language, rank_evidence,
+                                     split_units)
 from localrag.answer.injection import followed_instruction, without_instructions
 from localrag.answer.events import AnswerStarted, AskEvent, EvidenceReady, FirstToken
 from localrag.answer.shape import CHOICE, OPEN, YESNO, Shape, classify
@@ -114,7 +115,8 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
         with_linked = rank_evidence(embedder, question, passages + linked, facts=facts)
         if _closer(with_linked, evidence):
             passages, evidence = passages + linked, with_linked
-    evidence = favour_specific(question, evidence, settings.evidence_specific)
+    evidence = favour_specific(question, prefer_language(question, evidence, settings.evidence_other_language),
+                               settings.evidence_specific)
     evidence_ms = (time.perf_counter() - since) * 1000
     english = is_english(question)
     check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings,

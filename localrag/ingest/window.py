@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 from localrag.ingest.atoms import split_outside
 from localrag.ingest.chunker import Chunk, count_tokens
-from localrag.text.sentences import CLAUSE_END
+from localrag.text.sentences import CLAUSE_END, announces
 
 _SPACE = re.compile(" ")
 CountFn = Callable[[Sequence[str]], list[int]]  # wordpieces per text, no special tokens
@@ -115,14 +115,27 @@ def fit_chunk(chunk: Chunk, lines: Sequence[str], count: CountFn, window: int) -
     cur: list[_Line] = []
     for item in items:
         if cur and sum(i.tokens for i in cur) + item.tokens > limit:
-            out.append(_piece(chunk, cur))
-            cur = []
+            kept, carried = _lead_in_carried(cur)
+            if carried and sum(i.tokens for i in carried) + item.tokens > limit:
+                kept, carried = cur, []
+            out.append(_piece(chunk, kept))
+            cur = carried
         if not cur and not item.text.strip():
             continue  # a piece never starts with a blank line
         cur.append(item)
     if cur and any(i.text.strip() for i in cur):
         out.append(_piece(chunk, cur))
     return out
+
+
+def _lead_in_carried(items: list[_Line]) -> tuple[list[_Line], list[_Line]]:
+    """(what a piece keeps, what opens the next one): a last line that announces what follows ("- 创建一个
+    新的包并指定其 32 位版和 64 位版的安装 URL：" above its command) goes with it, as the chunker's lead-ins
+    do, unless it is all the piece holds."""
+    filled = [n for n, i in enumerate(items) if i.text.strip()]
+    if len(filled) < 2 or not announces(items[filled[-1]].text):
+        return items, []
+    return items[:filled[-1]], items[filled[-1]:]
 
 
 def _piece(chunk: Chunk, items: list[_Line]) -> Chunk:

@@ -180,23 +180,15 @@ class PassageVectors:
         return self.knn_fast(query, k)
 
     def knn_among(self, query: np.ndarray, k: int, only: Collection[int]) -> list[tuple[int, float]]:
-        """KNN restricted to ``only``. In an index the unrestricted search prefilters (over
-        ``EXACT_LIMIT`` vectors), more of them than that search rescores are prefiltered the same way
-        among themselves; fewer, or in a smaller index, cosine over their vectors; more than
-        ``EXACT_LIMIT`` in a smaller index, the unrestricted search widened until k of them are found."""
+        """KNN among ``only``: where the unrestricted search prefilters (over ``EXACT_LIMIT`` vectors),
+        a filter of more passages than it rescores is prefiltered the same way among its own sign
+        bits; otherwise cosine over all their vectors."""
         if not only or k < 1:
             return []
         n_cand = max(k * OVERSAMPLE, MIN_CANDIDATES)
         if len(only) > n_cand and self.count() > EXACT_LIMIT:
             return self._knn_fast_among(query, k, only, n_cand)
-        if len(only) <= EXACT_LIMIT:
-            return self._rescored(sorted(only), query, k)
-        wanted, total = k * 4, self.count()
-        while True:
-            hits = [h for h in self.knn(query, min(wanted, total)) if h[0] in only]
-            if len(hits) >= k or wanted >= total:
-                return hits[:k]
-            wanted *= 4
+        return self._rescored(sorted(only), query, k)
 
     def _knn_fast_among(self, query: np.ndarray, k: int, only: Collection[int], n_cand: int) -> list[tuple[int, float]]:
         """``knn_fast`` with the Hamming prefilter over ``only``'s sign bits alone."""
