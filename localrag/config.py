@@ -154,7 +154,8 @@ class AnswerSettings:
     # where some passage found is in the question's (answer/evidence.py prefer_language); 0.05 chosen on
     # the multilingual tldr tuning half (graph, quote writer): evidence units in the question's language
     # 283 -> 298 of 336, evidence hit @1 50 -> 49 and @3 67 -> 69 of 96 questions; 0.1 and 0.2 lost more
-    # at @1. A folder in one language is unchanged by it (docs/benchmarks.md "Multilingual: answers")
+    # at @1. A folder in one language is unchanged by it (docs/benchmarks.md "Multilingual: answers in a
+    # folder of translations")
     evidence_other_language: float = 0.05
     prompt_sentences: int = 6  # evidence sentences the short-answer prompt quotes
     span_sentences: int = 10  # sentences whose entity / date / number spans are candidates

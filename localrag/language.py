@@ -27,7 +27,7 @@ ENGLISH = "en"
 # note names) are left out, and under 4 words or below 0.9 confidence it is not told (None). Of the
 # 22,234 passages of the English notes corpora, the sample notes and the three Wikipedia sets one was
 # read as another language (a 2Wiki article on a French name); of the five-language tldr folder's
-# 3,366, 2,751 were told (docs/benchmarks.md "Multilingual: answers")
+# 3,366, 2,751 were told (docs/benchmarks.md "Multilingual: answers in a folder of translations")
 _NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|\{\{[^}]*\}\}|<?https?://\S+|^#+ [^\n]*$", re.S | re.M)
 _PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
 MIN_PROSE_WORDS = 4
@@ -60,7 +60,7 @@ def question_language(question: str) -> str:
     return str(code)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)  # a question reads about ten passages: a few MB of texts at most
 def text_language(text: str) -> str | None:
     """The language a passage's prose is written in, None where it is too short or unsure to tell."""
     prose = _NOT_PROSE.sub(" ", text)
