@@ -183,3 +183,33 @@ def test_a_sync_of_named_paths_skips_what_a_full_walk_skips(index, notes_dir):
     report = index.sync(only={".hidden/secret.md", "linked/moor.md"})
     assert report.files_seen == 0 and not report.changed
     assert index.store.docs.get(".hidden/secret.md") is None and index.store.docs.get("linked/moor.md") is None
+
+
+def _passage_ids(idx) -> dict[str, list[int]]:
+    return {path: [p.id for p in idx.store.docs.passages_of(path)] for path in idx.store.docs.all()}
+
+
+def test_new_passage_rules_cut_every_file_again_once(index, monkeypatch):
+    """An index cut by other rules (an older chunker, other chunk settings) is cut again by the next
+    full sync: nothing re-embedded where the passages are the same, their ids kept; then unchanged."""
+    import localrag.ingest.sync as sync_mod
+
+    ids = _passage_ids(index)
+    monkeypatch.setattr(sync_mod, "PASSAGE_RULES_VERSION", sync_mod.PASSAGE_RULES_VERSION + 1)
+    index.embedder.texts = 0
+    report = index.sync()
+    assert report.rechunked == len(ids) and report.unchanged == 0 and report.accounted == report.files_seen
+    assert index.embedder.texts == 0 and report.passages_added == 0 and _passage_ids(index) == ids
+    again = index.sync()
+    assert again.unchanged == len(ids) and again.rechunked == 0
+
+
+def test_other_chunk_settings_cut_the_notes_by_them(index):
+    before = rows(index)
+    index.settings.index.chunk_max_tokens = 40
+    index.settings.index.chunk_min_tokens = 10
+    report = index.sync()
+    assert report.rechunked == before["documents"] and report.passages_added > 0 and index.embedder.texts > 0
+    after = rows(index)
+    assert after["documents"] == before["documents"] and after["passages"] > before["passages"]
+    assert after["passages"] == after["vec"] == after["fts"]

@@ -85,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
 def sync_summary(report) -> str:
     """One line whose file counts add up to the files seen; documents removed from the index are counted apart."""
     skipped = "skipped" + (f" ({report.still_skipped} unchanged since last time)" if report.still_skipped else "")
-    parts = [(report.added, "added"), (report.updated, "changed"), (report.touched, "touched (same content)"),
+    parts = [(report.added, "added"), (report.updated, "changed"),
+             (report.rechunked, "cut into passages again (the passage rules changed)"),
+             (report.touched, "touched (same content)"),
              (report.moved, "moved"), (report.unchanged, "unchanged"),
              (len(report.skipped) + report.still_skipped, skipped), (report.deferred, "left for the next run")]
     counts = ", ".join(f"{n} {label}" for n, label in parts if n or label in ("added", "unchanged", skipped))

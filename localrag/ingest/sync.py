@@ -4,7 +4,10 @@
 - content hash unchanged (touched file): only the stat is updated;
 - a new path whose hash equals a vanished document's: a move, passages keep their ids;
 - a changed file: passages diffed by hash; unchanged ones keep ids and everything derived;
-- a vanished file: its passages and all derived rows go.
+- a vanished file: its passages and all derived rows go;
+- when the rules that cut a file into passages changed (``passage_rules``: this code's version and the
+  chunk settings) since the last full sync, every file is read and cut again once, its unchanged
+  passages keeping their ids and vectors.
 Each file's change is one transaction, so a killed process leaves every file either
 fully old or fully new, and the next run continues from there.
 """
@@ -64,6 +67,7 @@ class SyncReport:
     embedded: int = 0
     vectors_reused: int = 0
     seconds: float = 0.0
+    rechunked: int = 0  # unchanged files cut again: the passage rules changed (``passage_rules``)
     still_skipped: int = 0  # skipped before and unchanged since: not retried (reasons in `localrag status`)
     deferred: int = 0  # left for the next run: the sync was asked to stop
     ocr_pages: int = 0  # pages of scanned PDFs read by OCR in this sync
@@ -72,7 +76,7 @@ class SyncReport:
     @property
     def accounted(self) -> int:
         """Files seen, counted by outcome; equals ``files_seen`` (``removed`` counts documents, not files seen)."""
-        return (self.added + self.updated + self.touched + self.moved + self.unchanged + len(self.skipped)
+        return (self.added + self.updated + self.rechunked + self.touched + self.moved + self.unchanged + len(self.skipped)
                 + self.still_skipped + self.deferred)
 
     @property
@@ -90,6 +94,7 @@ class _Plan:
     doc_id: int | None
     meta: NoteMeta | None = None  # front matter (Markdown)
     tags: tuple[str, ...] = ()  # inline #tags of the whole note
+    rechunk: bool = False  # an unchanged file cut again under new passage rules
 
 
 ProgressFn = Callable[[Progress], None]
@@ -100,6 +105,14 @@ ProgressFn = Callable[[Progress], None]
 # (docs/benchmarks.md "Scale: the whole tldr-pages folder")
 EMBED_BATCH_PASSAGES = 1024
 RETRIED_REASONS = frozenset({UNREADABLE})
+# raised whenever the chunker, the window fit or a loader cuts the same file into other passages
+PASSAGE_RULES_VERSION = 2
+PASSAGE_RULES_KEY = "passage_rules"
+
+
+def passage_rules(settings: IndexSettings) -> str:
+    """What decides a file's passages besides its bytes: an index cut by other rules is cut again."""
+    return f"{PASSAGE_RULES_VERSION}:{settings.chunk_min_tokens}:{settings.chunk_max_tokens}"
 
 
 def sync_folder(
@@ -142,11 +155,20 @@ def sync_folder(
                 store.docs.record_skip(r.rel, r.size, r.mtime_ns, r.reason, r.detail)
         report.skipped.append(SkippedFile(r.rel, r.reason, r.detail))
 
+    rules = passage_rules(settings)
+    if store.docs.count() == 0 and store.get_meta(PASSAGE_RULES_KEY) != rules:
+        store.set_meta(PASSAGE_RULES_KEY, rules)  # a new index: whatever it takes in is cut by these rules
+    recut = only is None and store.get_meta(PASSAGE_RULES_KEY) != rules
     todo: list[FoundFile] = []
+    rechunk: set[str] = set()
     for f in found:
         doc = docs.get(f.rel)
         if doc is not None and doc.size == f.size and doc.mtime_ns == f.mtime_ns:
-            report.unchanged += 1
+            if recut:
+                todo.append(f)
+                rechunk.add(f.rel)
+            else:
+                report.unchanged += 1
         elif doc is None and skip_state.get(f.rel) == (f.size, f.mtime_ns) and f.rel not in retry:
             report.still_skipped += 1  # still the same unreadable file: don't retry
         else:
@@ -170,7 +192,7 @@ def sync_folder(
             emit(Progress("scan", i, len(todo), f.rel))
             try:
                 plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder,
-                                  _ocr_progress(ocr, emit, f.rel))
+                                  _ocr_progress(ocr, emit, f.rel), f.rel in rechunk)
             except Exception as exc:  # one bad file never stops the folder
                 if _stops_sync(exc):
                     raise
@@ -202,6 +224,8 @@ def sync_folder(
                 continue
             with store.transaction():
                 store.docs.clear_skip(path)
+        if only is None and not report.deferred and store.get_meta(PASSAGE_RULES_KEY) != rules:
+            store.set_meta(PASSAGE_RULES_KEY, rules)  # every file is cut by these rules now
     report.seconds = time.perf_counter() - started
     emit(Progress("done", 1, 1))
     return report
@@ -234,11 +258,12 @@ def _recorded_size(f: FoundFile) -> int:
 
 
 def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vanished_by_sha, report: SyncReport,
-               embedder: Embedder | None = None, ocr: PageOcr | None = None) -> _Plan | None:
+               embedder: Embedder | None = None, ocr: PageOcr | None = None, rechunk: bool = False) -> _Plan | None:
     try:
         data = _read(f, settings)
         data_sha = hashlib.sha256(data).hexdigest()
-        if doc is not None and doc.sha256 == data_sha:  # the same content: not extracted again (OCR takes seconds a page)
+        if doc is not None and doc.sha256 == data_sha and not rechunk:
+            # the same content: not extracted again (OCR takes seconds a page)
             with store.transaction():
                 store.docs.touch(doc.id, _recorded_size(f), f.mtime_ns)
             report.touched += 1
@@ -274,7 +299,8 @@ def _plan_file(store, f: FoundFile, doc, settings: IndexSettings, vanished, vani
     mapped = [(c, loaded.source_line(c.start_line), loaded.source_line(c.end_line), locator(c, layout) if layout else "")
               for c in chunks]
     tags = tuple(inline_tags(loaded.text)) if loaded.kind == "markdown" else ()
-    return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, _note_meta(loaded), tags)
+    return _Plan(f, data_sha, loaded.kind, loaded.title, mapped, doc.id if doc else None, _note_meta(loaded), tags,
+                 rechunk and doc is not None and doc.sha256 == data_sha)
 
 
 def _chunks(loaded: LoadedText, settings: IndexSettings) -> list[Chunk]:
@@ -378,7 +404,7 @@ def _encode_group(embedder: Embedder, texts: list[str], batch: int) -> np.ndarra
     return vectors
 
 
-_WRITE_COUNTS = ("added", "updated", "passages_added", "passages_kept", "passages_removed")
+_WRITE_COUNTS = ("added", "updated", "rechunked", "passages_added", "passages_kept", "passages_removed")
 
 
 def _write_guarded(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], report: SyncReport) -> None:
@@ -406,7 +432,10 @@ def _write_file(store: Store, plan: _Plan, vectors: dict[str, np.ndarray], repor
             doc_id = plan.doc_id
             store.docs.update(doc_id, path=f.rel, size=f.size, mtime_ns=f.mtime_ns, sha256=plan.sha, title=plan.title)
             old = store.docs.passage_hashes(doc_id)
-            report.updated += 1
+            if plan.rechunk:
+                report.rechunked += 1
+            else:
+                report.updated += 1
         store.docs.clear_skip(f.rel)
         free: dict[str, list[int]] = defaultdict(list)
         for pid, sha, _ in old:

@@ -152,6 +152,11 @@ class Store:
         row = self.one("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0] if row else default
 
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         (key, value))
+
     def data_version(self) -> int:
         """Changes whenever another connection (another process) commits; this one's own commits leave it."""
         return int(self.one("PRAGMA data_version")[0])
