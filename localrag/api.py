@@ -25,7 +25,7 @@ from localrag.reembed import finish as reembed_finish
 from localrag.reembed import start as reembed_start
 from localrag.ingest.documents.ocr import OcrAvailability
 from localrag.ingest.documents.ocr import availability as ocr_availability
-from localrag.ingest.sync import Progress, SyncReport, sync_folder
+from localrag.ingest.sync import PASSAGE_RULES_KEY, Progress, SyncReport, passage_rules, sync_folder
 from localrag.kg.builder import GraphBuilder
 from localrag.kg.entity_graph import save_entity_graph
 from localrag.kg.run import GraphProgress, GraphReport
@@ -72,6 +72,7 @@ class IndexStatus:
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, problem): e.g. front matter that is not YAML
     by_kind: dict[str, int] = field(default_factory=dict)  # documents per format: markdown, pdf, docx, ...
     ocr: OcrAvailability | None = None  # which OCR engine reads scanned PDF pages, or why none does
+    recut_due: bool = False  # cut into passages by other rules: the next full sync cuts every file again
 
 
 class Index:
@@ -189,6 +190,8 @@ class Index:
             warnings=self.store.vault.warnings(),
             by_kind=self.store.docs.count_by_kind(),
             ocr=ocr_availability(self.settings.index.ocr, self.settings.index.ocr_max_pages),
+            recut_due=(self.store.docs.count() > 0
+                       and self.store.get_meta(PASSAGE_RULES_KEY) != passage_rules(self.settings.index)),
         )
 
     def finish_reembed(self) -> Path | None:

@@ -195,13 +195,17 @@ def test_new_passage_rules_cut_every_file_again_once(index, monkeypatch):
     import localrag.ingest.sync as sync_mod
 
     ids = _passage_ids(index)
+    assert not index.status().recut_due
     monkeypatch.setattr(sync_mod, "PASSAGE_RULES_VERSION", sync_mod.PASSAGE_RULES_VERSION + 1)
+    assert index.status().recut_due  # what `localrag status` says before the next index
+    touched = index.folder / next(iter(ids))
+    os.utime(touched, ns=(touched.stat().st_atime_ns, touched.stat().st_mtime_ns + 10**9))  # same bytes, new time
     index.embedder.texts = 0
     report = index.sync()
     assert report.rechunked == len(ids) and report.unchanged == 0 and report.accounted == report.files_seen
     assert index.embedder.texts == 0 and report.passages_added == 0 and _passage_ids(index) == ids
     again = index.sync()
-    assert again.unchanged == len(ids) and again.rechunked == 0
+    assert again.unchanged == len(ids) and again.rechunked == 0 and not index.status().recut_due
 
 
 def test_other_chunk_settings_cut_the_notes_by_them(index):

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             "documents_by_kind": st.by_kind,
             "ocr": dataclasses.asdict(st.ocr) if st.ocr else None,
             "passages": st.passages, "embedded": st.embedded, "embedder": st.embedder, "model": model,
-            "schema_version": st.schema_version, "graph": st.extra,
+            "schema_version": st.schema_version, "graph": st.extra, "recut_due": st.recut_due,
             "check": {"ran": check.ran, "result": check.result, "due": check.due, "seconds": round(check.seconds, 3)},
             "skipped": [{"path": s.path, "reason": s.reason, "detail": s.detail} for s in st.skipped],
             "warnings": [{"path": path, "warning": w} for path, w in st.warnings],
@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     kinds = ", ".join(f"{kind} {n}" for kind, n in st.by_kind.items())
     t.add_row("documents", f"{st.documents} ({kinds})" if kinds else str(st.documents))
     t.add_row("passages", f"{st.passages} ({st.embedded} embedded with {st.embedder})")
+    if st.recut_due:
+        t.add_row("passage rules", "changed since this index was cut: the next `localrag index` cuts every file "
+                                   "again (unchanged passages keep their vectors)")
     for key, value in st.extra.items():
         t.add_row(key.replace("_", " "), str(value))
     t.add_row("model", model)

@@ -163,12 +163,11 @@ def sync_folder(
     rechunk: set[str] = set()
     for f in found:
         doc = docs.get(f.rel)
-        if doc is not None and doc.size == f.size and doc.mtime_ns == f.mtime_ns:
-            if recut:
-                todo.append(f)
-                rechunk.add(f.rel)
-            else:
-                report.unchanged += 1
+        if doc is not None and recut:
+            todo.append(f)  # touched or not, the same bytes are cut again
+            rechunk.add(f.rel)
+        elif doc is not None and doc.size == f.size and doc.mtime_ns == f.mtime_ns:
+            report.unchanged += 1
         elif doc is None and skip_state.get(f.rel) == (f.size, f.mtime_ns) and f.rel not in retry:
             report.still_skipped += 1  # still the same unreadable file: don't retry
         else:
