@@ -25,7 +25,7 @@ from localrag.reembed import finish as reembed_finish
 from localrag.reembed import start as reembed_start
 from localrag.ingest.documents.ocr import OcrAvailability
 from localrag.ingest.documents.ocr import availability as ocr_availability
-from localrag.ingest.sync import PASSAGE_RULES_KEY, Progress, SyncReport, passage_rules, sync_folder
+from localrag.ingest.sync import Progress, SyncReport, recut_due, sync_folder
 from localrag.kg.builder import GraphBuilder
 from localrag.kg.entity_graph import save_entity_graph
 from localrag.kg.run import GraphProgress, GraphReport
@@ -190,8 +190,7 @@ class Index:
             warnings=self.store.vault.warnings(),
             by_kind=self.store.docs.count_by_kind(),
             ocr=ocr_availability(self.settings.index.ocr, self.settings.index.ocr_max_pages),
-            recut_due=(self.store.docs.count() > 0
-                       and self.store.get_meta(PASSAGE_RULES_KEY) != passage_rules(self.settings.index)),
+            recut_due=recut_due(self.store, self.settings.index),
         )
 
     def finish_reembed(self) -> Path | None:

@@ -115,6 +115,12 @@ def passage_rules(settings: IndexSettings) -> str:
     return f"{PASSAGE_RULES_VERSION}:{settings.chunk_min_tokens}:{settings.chunk_max_tokens}"
 
 
+def recut_due(store: Store, settings: IndexSettings) -> bool:
+    """Whether the index holds notes cut by other passage rules than ``settings`` give (a new index
+    takes these rules at its first sync)."""
+    return store.docs.count() > 0 and store.get_meta(PASSAGE_RULES_KEY) != passage_rules(settings)
+
+
 def sync_folder(
     store: Store,
     root: Path,
@@ -156,16 +162,14 @@ def sync_folder(
         report.skipped.append(SkippedFile(r.rel, r.reason, r.detail))
 
     rules = passage_rules(settings)
-    if store.docs.count() == 0 and store.get_meta(PASSAGE_RULES_KEY) != rules:
+    recut = only is None and recut_due(store, settings)
+    if not recut and store.get_meta(PASSAGE_RULES_KEY) != rules and store.docs.count() == 0:
         store.set_meta(PASSAGE_RULES_KEY, rules)  # a new index: whatever it takes in is cut by these rules
-    recut = only is None and store.get_meta(PASSAGE_RULES_KEY) != rules
     todo: list[FoundFile] = []
-    rechunk: set[str] = set()
     for f in found:
         doc = docs.get(f.rel)
         if doc is not None and recut:
             todo.append(f)  # touched or not, the same bytes are cut again
-            rechunk.add(f.rel)
         elif doc is not None and doc.size == f.size and doc.mtime_ns == f.mtime_ns:
             report.unchanged += 1
         elif doc is None and skip_state.get(f.rel) == (f.size, f.mtime_ns) and f.rel not in retry:
@@ -191,7 +195,7 @@ def sync_folder(
             emit(Progress("scan", i, len(todo), f.rel))
             try:
                 plan = _plan_file(store, f, docs.get(f.rel), settings, vanished, vanished_by_sha, report, embedder,
-                                  _ocr_progress(ocr, emit, f.rel), f.rel in rechunk)
+                                  _ocr_progress(ocr, emit, f.rel), recut)
             except Exception as exc:  # one bad file never stops the folder
                 if _stops_sync(exc):
                     raise
@@ -223,7 +227,7 @@ def sync_folder(
                 continue
             with store.transaction():
                 store.docs.clear_skip(path)
-        if only is None and not report.deferred and store.get_meta(PASSAGE_RULES_KEY) != rules:
+        if recut and not report.deferred:
             store.set_meta(PASSAGE_RULES_KEY, rules)  # every file is cut by these rules now
     report.seconds = time.perf_counter() - started
     emit(Progress("done", 1, 1))
