@@ -1,9 +1,11 @@
 """Which language a question is written in: the answer layer's rules are English ones.
 
 The question shapes (answer/shape.py), the candidate spans and date comparisons (answer/spans.py,
-answer/compare.py) and the "no note about the names" abstention rule (answer/abstain.py, which
-reads capitalised words as names: every German noun is one) are regular expressions over English.
-A question in another language gets the evidence unit that answers it, quoted, instead.
+answer/compare.py) and the abstention rules that read names (answer/abstain.py, which reads
+capitalised words as names: every German noun is one) are regular expressions over English.
+A question in another language gets the evidence unit that answers it, quoted, instead, and of
+the name rules only the one on names its script tells (acronyms, keys of code, Latin words in
+Chinese or Japanese text).
 
 py3langid (a bundled naive Bayes model over byte n-grams, no download) tells the language. Names
 mislead it on short English questions ("Who is older, Madeleine Robinson or Dušan Poliačik?" reads

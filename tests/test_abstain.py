@@ -93,7 +93,8 @@ def test_a_name_no_passage_of_the_folder_says_abstains_whatever_the_best_sentenc
     # a name's words said apart count: "Windows PC" in a folder that says "Windows" and "PC"
     assert not check_evidence("How do I restart my Windows PC right away?", preview, 0.8, settings,
                               common=lambda n: said.get(n, 0)).weak
-    # without a way to count (no index), or turned off, or a non-English question: no such rule
+    # without a way to count (no index), or turned off: no such rule; a non-English question's names are read by
+    # their script, and "PlantUML" is no acronym (tests/test_language.py)
     assert not check_evidence(question, preview, 0.8, settings).weak
     off = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6, abstain_unmentioned=False)
     assert not check_evidence(question, preview, 0.8, off, common=lambda n: said.get(n, 0)).weak

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from kg_helpers import write_notes
-from localrag.answer.abstain import check_evidence
+from localrag.answer.abstain import check_evidence, script_names
 from localrag.answer.evidence import EvidenceSentence, linked_passages, prefer_language
 from localrag.api import Assistant, Index
 from localrag.config import AnswerSettings, load_settings
@@ -46,6 +46,34 @@ def test_the_names_rule_reads_english_capitalisation_only():
     assert check_evidence(german, [], 0.5, settings).weak  # read as English, "Kalender", "Montag" are names
     assert not check_evidence(german, [], 0.5, settings, names_rule=False).weak
     assert check_evidence(german, [], 0.1, settings, names_rule=False).weak  # the cosine rule still applies
+
+
+@pytest.mark.parametrize("question, names", [
+    ("怎么在 Linux 上创建并启用交换（swap）文件？", ["Linux", "swap"]),  # Latin letters in Chinese text
+    ("怎样给一个 PDF 文件加上打开密码？", ["PDF"]),
+    ("Comment fusionner plusieurs fichiers PDF en un seul ?", ["PDF"]),
+    ("¿Cómo uso docker-compose con la opción --detach?", ["--detach"]),  # a key of code; a hyphen is no acronym
+    ("Wie sehe ich, wer die E-Mail-Adresse im Ordner geändert hat?", []),  # capitalised nouns are not names
+])
+def test_the_names_a_question_in_any_language_gives_by_its_script(question, names):
+    assert script_names(question) == names
+
+
+def test_a_question_not_in_english_abstains_on_an_acronym_or_latin_word_no_note_says():
+    settings = AnswerSettings(abstain_below=0.2, abstain_unnamed_below=0.9)
+    said = {"Linux": 400, "Festplatte": 0, "Ordner": 0}
+    common = lambda n: said.get(n, 0)  # noqa: E731
+    check = check_evidence("怎么在 Linux 上创建并启用交换（swap）文件？", [], 0.6, settings, common=common,
+                           names_rule=False)
+    assert check.weak and "“swap”" in check.reason and "Linux" not in check.reason
+    assert check_evidence("Comment fusionner plusieurs fichiers PDF en un seul ?", [], 0.6, settings,
+                          common=common, names_rule=False).weak
+    said["PDF"] = 3  # a folder that says PDF: the other rules decide
+    assert not check_evidence("Comment fusionner plusieurs fichiers PDF en un seul ?", [], 0.6, settings,
+                              common=common, names_rule=False).weak
+    # a German noun no note says is not a missing name: only the cosine rule reads such a question
+    assert not check_evidence("Wie trage ich eine Festplatte in den Ordner ein?", [], 0.6, settings,
+                              common=common, names_rule=False).weak
 
 
 @pytest.fixture(scope="module")

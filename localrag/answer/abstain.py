@@ -17,6 +17,11 @@ notes suite's unanswerable questions (docs/benchmarks.md "Notes suite: answers")
    thing): "Does the preview render PlantUML diagrams?" in a vault that never writes "PlantUML". The closest
    sentences are about the preview, often close enough to pass rules 1 and 2, and none can say what
    the question asks of a thing the notes never name.
+
+Rules 2 and 3 find names by English capitalisation (every German noun is capitalised). A question in
+another language gets rule 3 on the names whose form says they are names in any language
+(``script_names``): keys of code, acronyms ("PDF"), and in a Chinese or Japanese question every word in
+Latin letters ("怎么在 Linux 上创建 swap 文件"); rule 2 is English only.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from localrag.config import AnswerSettings
+from localrag.store.cjk import has_cjk
 from localrag.records import Passage
 from localrag.text.folders import folders_of
 from localrag.text.normalise import POSSESSIVE_S, name_key
@@ -42,6 +48,8 @@ _LEADING_STOP = re.compile(r"^(?:(?:is|are|was|were|does|do|did|can|the|a|an|wha
                            re.I)
 QUALIFIER = re.compile(r"\([^)]*\)")  # "(2005 film)"
 HIERARCHY = re.compile(r"^[^\s.]+(?:\.[^\s.][^.]*)+$")  # Dendron-style "a.b.c" note names
+ACRONYM = re.compile(r"(?<![\w-])[A-Z]{2,}[0-9]*(?![\w-])")  # "PDF", "HTTP", "MP3"; not "E-Mail" or "CPUs"
+LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[._+\-][A-Za-z0-9]+)*")  # "swap", "docker-compose", "v2.1"
 
 
 def question_names(question: str) -> list[str]:
@@ -121,17 +129,28 @@ SPELLING_PREFIX = 4  # a misspelling is looked for among the folder's words that
 WordsStarting = Callable[[str], set[str]]  # a prefix -> the folder's words (lower case) that start with it
 
 
+def script_names(question: str) -> list[str]:
+    """The names of a question in any language that its script tells, not its capitalisation: keys of
+    code, acronyms and, in a Chinese or Japanese question, the words in Latin letters; first occurrence kept."""
+    names = question_identifiers(question) + ACRONYM.findall(question)
+    if has_cjk(question):
+        names += [w for w in LATIN_WORD.findall(question) if len(w) >= 3]
+    return list(dict.fromkeys(names))
+
+
 def unmentioned_names(question: str, common: MentionCount | None, passages: Sequence[Passage] = (),
-                      starting: WordsStarting | None = None) -> list[str]:
+                      starting: WordsStarting | None = None, english: bool = True) -> list[str]:
     """The question's names one of whose words no passage of the folder says ([] without a way to
     count). Word by word: "Windows PC" is mentioned in a folder that says "Windows" and "PC" apart,
     "Cloudflare Pages" is not in one that never says "Cloudflare". A word spelt nearly as the passages
-    found or the folder (``starting``) say one is a misspelling, not a missing thing ("Margaraviate")."""
+    found or the folder (``starting``) say one is a misspelling, not a missing thing ("Margaraviate").
+    ``english`` False: only the names ``script_names`` finds."""
     if common is None:
         return []
     found: set[str] | None = None  # the words of the passages found, read once and only when needed
     out = []
-    for name in question_names(question) + question_identifiers(question):
+    names = question_names(question) + question_identifiers(question) if english else script_names(question)
+    for name in names:
         for word in WORD.findall(name):
             if len(word) < 3 or word.lower() in CONTENT_STOPWORDS or common(word) > 0:
                 continue
@@ -171,11 +190,12 @@ def check_evidence(question: str, passages: Sequence[Passage], best: float | Non
                    common: MentionCount | None = None, names_rule: bool = True,
                    starting: WordsStarting | None = None) -> EvidenceCheck:
     """The three rules of the module docstring; ``best``: the best evidence sentence's cosine, None if none.
-    ``names_rule`` False: rule 2 is not applied (it reads English capitalisation: localrag/language.py)."""
+    ``names_rule`` False (a question not in English: localrag/language.py): rule 2 is not applied, and rule 3
+    reads only the names ``script_names`` finds."""
     if best is None:
         return EvidenceCheck("no evidence sentences") if settings.abstain_below > 0 else EvidenceCheck()
-    rule_3 = names_rule and settings.abstain_unmentioned
-    unmentioned = unmentioned_names(question, common, passages, starting) if rule_3 else []
+    rule_3 = settings.abstain_unmentioned
+    unmentioned = unmentioned_names(question, common, passages, starting, english=names_rule) if rule_3 else []
     if unmentioned:
         shown = ", ".join(f"“{n}”" for n in unmentioned[:3])
         return EvidenceCheck(f"no note of the folder mentions {shown}")
