@@ -135,14 +135,25 @@ def test_units_in_another_language_than_the_question_score_less_where_the_questi
     assert prefer_language(question, only_german, 0.1) == only_german  # none in English: nothing to prefer
 
 
+def _at(unit: EvidenceSentence, path: str, title: str = "tar") -> EvidenceSentence:
+    return replace(unit, passage=replace(unit.passage, path=path, title=title))
+
+
 def test_a_note_of_the_same_name_is_not_a_second_hop():
-    """A sentence that names a title links that note (a bridge), but not a note of its own title: in a
-    folder of translations each `tar` page would lift the others above a closer line."""
-    english = _unit(1, "Extract an archive with tar", 0.8, ENGLISH_PAGE)
-    german = _unit(2, "Ein Archiv mit tar entpacken", 0.6, GERMAN_PAGE)
-    other = replace(_unit(3, "Extract with 7z", 0.5, ENGLISH_PAGE), passage=replace(english.passage, id=3, title="7z"))
+    """A sentence that names a title links that note (a bridge), but not a note of its own title and file
+    name: in a folder of translations each `tar` page would lift the others above a closer line."""
+    english = _at(_unit(1, "Extract an archive with tar", 0.8, ENGLISH_PAGE), "pages/common/tar.md")
+    german = _at(_unit(2, "Ein Archiv mit tar entpacken", 0.6, GERMAN_PAGE), "pages.de/common/tar.md")
+    other = _at(_unit(3, "Extract with 7z", 0.5, ENGLISH_PAGE), "pages/common/7z.md", "7z")
     ranked = [english, german, replace(english, text="Use tar or 7z", plain="Use tar or 7z", score=0.7)]
     assert linked_passages("How do I extract an archive?", ranked + [other]) == {3}
+
+
+def test_a_note_of_the_same_title_in_another_file_is_a_second_hop():
+    """The singer's article names "Madonna", the title of the book about her (its own file): linked."""
+    singer = _at(_unit(1, "The most remarkable creation of MTV is Madonna.", 0.8, ENGLISH_PAGE), "371.md", "Madonna")
+    book = _at(_unit(2, "The book was released in November 2001.", 0.4, ENGLISH_PAGE), "356.md", "Madonna")
+    assert linked_passages("Who wrote the book named after the artist MTV created?", [singer, book]) == {2}
 
 
 TRANSLATED = {

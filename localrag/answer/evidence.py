@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import PurePosixPath
 from typing import Callable, Sequence
 
 import numpy as np
@@ -255,16 +256,17 @@ def _units(passage: Passage) -> list[Unit]:
 
 def linked_passages(question: str, ranked: Sequence[EvidenceSentence], top: int = 3) -> set[int]:
     """Passages whose title one of the ``top`` sentences names (and the question does not), but for
-    those of the sentence's own title: a note of the same name (a translation, the same command on
-    another platform) is not a second hop."""
+    the sentence's own passage and the notes of its own title and file name: a translation, the same
+    command on another platform (``pages.de/common/tar.md``, ``linux/tar.md``) is not a second hop; a
+    note of the same title in another file (the book "Madonna" beside the singer's article) is."""
     asked = f" {title_key(question)} "
-    titles = {e.passage.id: title_key(e.passage.title) for e in ranked}
+    names = {e.passage.id: (title_key(e.passage.title), PurePosixPath(e.passage.path).name) for e in ranked}
     linked: set[int] = set()
     for e in ranked[:top]:
         said = f" {title_key(e.plain)} "
-        own = titles[e.passage.id]
-        linked |= {pid for pid, t in titles.items()
-                   if t and t != own and f" {t} " in said and f" {t} " not in asked}
+        own = names[e.passage.id]
+        linked |= {pid for pid, (t, file) in names.items()
+                   if t and pid != e.passage.id and (t, file) != own and f" {t} " in said and f" {t} " not in asked}
     return linked
 
 
