@@ -12,6 +12,7 @@ from scripted_llm import ScriptedLLM
 
 from localrag.cli import main as cli_main
 from localrag.kg.builder import BATCH
+from localrag.store.db import SPAN_RULES_KEY
 from localrag.text.spans import find_spans
 from localrag.llm.base import LLMError
 
@@ -182,3 +183,23 @@ def test_a_move_that_changes_the_title_requeues_and_moves_the_title_mention(kg_i
     fresh, _ = build(kg_index, write_notes(tmp_path / "b", {"lovelace.md": "Ada Lovelace met Charles Babbage in London in 1833.\n"}))
     assert got == snapshot(fresh)
     assert_healthy(index)
+
+
+def test_an_owner_form_closing_a_name_is_the_name():
+    spans = find_spans("If I start Python's built-in web server, which port is it? St. James' Park is near "
+                       "Madonna's house; Jesus' Son is a film.")
+    assert [s.text for s in spans if s.kind == "name"] == ["Python", "St. James' Park", "Madonna", "Jesus' Son"]
+
+
+def test_a_graph_read_by_other_span_rules_is_read_again_once(kg_index, tmp_path):
+    notes = {**NOTES, "servers.md": "# Servers\n\nBy default Python's built-in server listens on port 8000.\n"}
+    index, report = build(kg_index, write_notes(tmp_path / "notes", notes))
+    assert report.requeued == 0  # a new index records this code's rules
+    assert "python" in snapshot(index).entities and "python s" not in snapshot(index).entities
+    before = snapshot(index)
+    index.store.set_meta(SPAN_RULES_KEY, "1")  # as an index from before the mark
+    again = index.extract_graph()
+    passages = index.store.docs.passage_count()
+    assert again.requeued == passages and again.passages == passages
+    assert snapshot(index) == before  # the same rules read the same graph
+    assert index.extract_graph().requeued == 0  # once

@@ -119,8 +119,9 @@ def _graph_phase(index, quiet: bool) -> None:
         except LockBusy as exc:
             err_console.print(f"[dim]graph phase: {exc}; that process extracts the new passages too[/]")
             return
+    again = f" ({report.requeued} queued again: this version finds names by other rules)" if report.requeued else ""
     console.print(
-        f"graph: {report.passages} passages extracted, +{report.facts_added} facts, "
+        f"graph: {report.passages} passages extracted{again}, +{report.facts_added} facts, "
         f"{report.failed} failed, {report.fallback} by rules fallback, {report.llm_calls} LLM calls, {report.seconds:.1f}s"
     )
 

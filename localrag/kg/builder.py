@@ -35,7 +35,9 @@ from localrag.llm.concurrent import accepts_parallel_calls, server_unreachable
 from localrag.llm.discovery import discover
 from localrag.records import LLMCallRecord, Passage, Triple
 from localrag.store import Store
+from localrag.store.db import SPAN_RULES_KEY
 from localrag.store.extractions import CachedExtraction
+from localrag.text.spans import SPAN_RULES_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,18 @@ def extraction_text(p: Passage) -> str:
 def _pending_key(p: Passage) -> tuple[int, str, str, str]:
     """What a pending passage's signals are read for: a sync that changed any of it re-queued the passage."""
     return p.id, p.sha256, p.title, p.path
+
+
+def requeue_for_span_rules(store: Store) -> int:
+    """Queue every passage for extraction again, once, when the index's graph was read by other span
+    rules than this code's (``SPAN_RULES_VERSION``; an index from before the mark counts as such; a new
+    index records the rules it is created with); model replies come from the extraction cache, so only
+    the rules run again."""
+    if store.get_meta(SPAN_RULES_KEY) == str(SPAN_RULES_VERSION):
+        return 0
+    requeued = store.graph.queue.enqueue_all()
+    store.set_meta(SPAN_RULES_KEY, str(SPAN_RULES_VERSION))
+    return requeued
 
 
 class GraphBuilder:
@@ -250,6 +264,7 @@ class GraphBuilder:
         """Drain the queue. Raises ServerUnreachable (after writing what came back) when the
         model server stops answering; the passages not written stay queued."""
         report = GraphReport(extractor=f"{self.options.extractor} ({self.extractor_reason})")
+        report.requeued = requeue_for_span_rules(self.store)
         self.timings = report.steps
         run = GraphRun(report, progress, should_stop, time.perf_counter())
         report.concurrency = self.concurrency()

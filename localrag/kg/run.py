@@ -57,6 +57,7 @@ class GraphReport:
     cached_tokens: int = 0  # prompt tokens llama.cpp reused from its KV cache
     completion_tokens: int = 0
     remaining: int = 0  # still queued when the run ended (stopped, or passages that keep failing)
+    requeued: int = 0  # passages queued again at the start: the graph was read by other span rules
     stopped: bool = False
     rejected: dict[str, int] = field(default_factory=dict)  # grounding rejections by reason
     extractor: str = ""  # the extractor used ("auto" resolved) and why

@@ -21,7 +21,9 @@ from localrag.store.schema import MIGRATIONS
 from localrag.store.sessions import Sessions
 from localrag.store.vault import VaultTables
 from localrag.store.vectors import PassageVectors
+from localrag.text.spans import SPAN_RULES_VERSION
 
+SPAN_RULES_KEY = "span_rules"  # the span rules an index's graph is read by (localrag/kg/builder.py)
 TRANSIENT_TRIES = 3  # a quick_check that meets a disk I/O error is tried this often, this far apart
 TRANSIENT_PAUSE_S = 0.5
 
@@ -259,6 +261,7 @@ class Store:
                 if migration.version == 1:
                     self.conn.execute("INSERT INTO meta(key, value) VALUES('embedder', ?)", (self.embedder_id,))
                     self.conn.execute("INSERT INTO meta(key, value) VALUES('dim', ?)", (str(self.dim),))
+                    self.conn.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (SPAN_RULES_KEY, str(SPAN_RULES_VERSION)))
 
     def _check_embedder(self) -> None:
         stored = self.get_meta("embedder")

@@ -33,6 +33,10 @@ _CONNECT = r"(?:of|the|de|del|della|di|da|van|von|der|den|la|le|du|y|&|for|upon|
 _NAME = re.compile(rf"(?<![\w'’]){_CAP}(?:\s+(?:{_CONNECT}\s+)*{_CAP})*")
 _WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]")
 _MDLINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+# raised whenever these rules read the same text into other spans: an index's graph is read again once
+# (localrag/kg/builder.py requeue_for_span_rules)
+SPAN_RULES_VERSION = 2
+POSSESSIVE_END = re.compile(r"(?<=\w)['’]s?$")  # the owner form closing a name: "Python's", "Jesus'"
 _MARKUP = re.compile(r"(\*\*|__|`|^#{1,6}\s+|^\s*[-*+]\s+|^\s*\d+[.)]\s+|^>\s?)", re.M)
 
 @dataclass(frozen=True)
@@ -68,7 +72,11 @@ def _trim_name(text: str, start: int, at_sentence_start: bool) -> tuple[str, int
         if word.lower() in SINGLE_NAME_STOPWORDS or len(word) < 2 or (at_sentence_start and word == "The"):
             return None
     first, last = words[0], words[-1]
-    return text[first[1]:last[1] + len(last[0])], start + first[1]
+    end = last[1] + len(last[0])
+    owner = POSSESSIVE_END.search(last[0])  # "Python's built-in server" names Python
+    if owner and owner.start() >= 2:
+        end = last[1] + owner.start()
+    return text[first[1]:end], start + first[1]
 
 
 def find_spans(text: str, title: str = "") -> list[Span]:
