@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from localrag.records import Document, Passage, SkippedFile
 from localrag.store.cjk import cjk_terms, has_cjk
+from localrag.store.until_write import UntilWrite
 
 if TYPE_CHECKING:
     from localrag.store.db import Store
@@ -42,8 +43,8 @@ class NewPassage:
 class Documents:
     def __init__(self, store: "Store") -> None:
         self.s = store
-        self._folders: tuple[tuple[int, int], dict[str, int]] | None = None  # (change mark, notes per folder)
-        self._under: tuple[tuple[int, int], dict[tuple[str, ...], frozenset[int]]] | None = None  # passages under folders
+        self._folders: UntilWrite[dict[str, int]] = UntilWrite(store.change_mark)  # notes per folder
+        self._under: UntilWrite[frozenset[int]] = UntilWrite(store.change_mark)  # passages under folders
 
     # -- documents ------------------------------------------------------------
     def all(self) -> dict[str, Document]:
@@ -109,9 +110,9 @@ class Documents:
     def notes_per_folder(self) -> dict[str, int]:
         """Each folder's path ("a", "a/b") -> the notes under it, its subfolders' included (the top
         folder is not listed: ``count`` is all of them). One grouped read, again only after a write."""
-        mark = self.s.change_mark()
-        if self._folders is not None and self._folders[0] == mark:
-            return self._folders[1]
+        return self._folders.get(None, self._read_notes_per_folder)
+
+    def _read_notes_per_folder(self) -> dict[str, int]:
         # rtrim by every character of the path but "/" leaves its folder and the "/" after it
         rows = self.s.query("SELECT rtrim(path, replace(path, '/', '')), COUNT(*) FROM documents GROUP BY 1")
         out: dict[str, int] = {}
@@ -120,28 +121,23 @@ class Documents:
             for depth in range(1, len(parts) + 1):
                 key = "/".join(parts[:depth])
                 out[key] = out.get(key, 0) + int(notes)
-        self._folders = (mark, out)
         return out
 
     def passage_ids_under(self, folders: Sequence[str]) -> frozenset[int]:
         """Every passage of the notes under these folders ("a/b", "pages.de/linux"): one range read of
         the path index per folder (paths compare byte by byte, as the file system names them), kept
         until the next write."""
-        key = tuple(sorted(f.rstrip("/") + "/" for f in folders))
-        mark = self.s.change_mark()
-        if self._under is None or self._under[0] != mark:
-            self._under = (mark, {})
-        cached = self._under[1].get(key)
-        if cached is not None:
-            return cached
+        prefixes = tuple(sorted(f.rstrip("/") + "/" for f in folders))
+        return self._under.get(prefixes, lambda: self._read_passage_ids_under(prefixes))
+
+    def _read_passage_ids_under(self, prefixes: Sequence[str]) -> frozenset[int]:
         ids: set[int] = set()
-        for prefix in key:
+        for prefix in prefixes:
             above = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # the first path after every one under prefix
             ids.update(int(r[0]) for r in self.s.query(
                 "SELECT p.id FROM documents d JOIN passages p ON p.doc_id = d.id WHERE d.path >= ? AND d.path < ?",
                 (prefix, above)))
-        found = self._under[1][key] = frozenset(ids)
-        return found
+        return frozenset(ids)
 
     def count_by_kind(self) -> dict[str, int]:
         """Documents per kind (markdown, pdf, docx, ...), most first."""
