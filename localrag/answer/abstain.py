@@ -33,8 +33,8 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from localrag.config import AnswerSettings
-from localrag.store.cjk import has_cjk
 from localrag.records import Passage
+from localrag.store.cjk import has_cjk
 from localrag.text.folders import folders_of
 from localrag.text.normalise import POSSESSIVE_S, name_key
 from localrag.text.spans import find_spans
