@@ -106,6 +106,12 @@ def _reply(*triples):
     return {"triples": [{"head": h, "relation": r, "tail": t} for h, r, t in triples]}
 
 
+def test_a_model_s_owner_form_names_the_entity_the_spans_name():
+    """A reply copies "Python's" as the passage writes it; the spans (and a question) name Python."""
+    g = ground([("Python's", "alternative to", "Go")], "A Go alternative to Python's `http.server`.")
+    assert [(t.head, t.relation, t.tail) for t in g.accepted] == [("python", "alternative to", "go")]
+
+
 def test_llm_reply_grounded_on_first_try():
     llm = ScriptedLLM(lambda m, s, p: _reply(("Teutberga", "queen of", "Lotharingia"), ("Teutberga", "queen of", "Lotharingia")))
     ex = extract_passage(PASSAGE, "Teutberga", ExtractorOptions("llm"), llm=llm)

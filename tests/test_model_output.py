@@ -20,6 +20,7 @@ from localrag.config import load_settings
 from localrag.llm.base import LLMError
 from localrag.llm.jsoncall import call_json
 from localrag.retrieve.neuropath.events import RoundStep
+from localrag.text.spans import find_spans
 from localrag.trace import TraceEvent, event_name
 
 from kg_helpers import indexed_folder, write_triples
@@ -216,6 +217,14 @@ def test_ner_good_reply_is_cached(graph_index):
     assistant.retrieve(QUESTION, "neuropath", 5)
     assistant.retrieve(QUESTION, "neuropath", 5)
     assert _phases(llm).count("ner") == 1
+
+
+def test_a_named_owner_form_is_the_entity_it_names(graph_index):
+    """The question says "Mira Okafor's project": the model's entity and the spans' are Mira Okafor."""
+    llm = ScriptedLLM(lambda m, s, p: {"named_entities": ["Mira Okafor's"]} if p == "ner" else JSON_FAULTS["empty"])
+    r = Assistant(graph_index, llm=llm).retrieve(QUESTION, "neuropath", 5)
+    assert _step(r, "query_entities").entities == ("Mira Okafor",)
+    assert [s.text for s in find_spans(QUESTION)] == ["Mira Okafor"]
 
 
 # -- the answer -----------------------------------------------------------------------------------------

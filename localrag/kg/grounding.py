@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from localrag.text.normalise import normalise_phrase, occurs_in
 from localrag.records import Triple
+from localrag.text.normalise import normalise_phrase, occurs_in
+from localrag.text.spans import without_owner_form
 
 MAX_PHRASE_WORDS = 12
 MAX_RELATION_WORDS = 8
@@ -58,7 +59,9 @@ def ground(triples: list[tuple[str, str, str]], passage_text: str, *, origin: st
     result = Grounded()
     seen: set[tuple[str, str, str]] = set()
     for head_raw, rel_raw, tail_raw in triples:
-        head, relation, tail = normalise_phrase(head_raw), normalise_phrase(rel_raw), normalise_phrase(tail_raw)
+        # a model copies a name as the passage writes it ("Python's"); the spans name it without its owner form
+        head, relation = normalise_phrase(without_owner_form(head_raw)), normalise_phrase(rel_raw)
+        tail = normalise_phrase(without_owner_form(tail_raw))
         shown = f"{head_raw} | {rel_raw} | {tail_raw}"
         reason = ""
         if not head or not relation or not tail:

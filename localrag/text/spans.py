@@ -72,11 +72,13 @@ def _trim_name(text: str, start: int, at_sentence_start: bool) -> tuple[str, int
         if word.lower() in SINGLE_NAME_STOPWORDS or len(word) < 2 or (at_sentence_start and word == "The"):
             return None
     first, last = words[0], words[-1]
-    end = last[1] + len(last[0])
-    owner = POSSESSIVE_END.search(last[0])  # "Python's built-in server" names Python
-    if owner and owner.start() >= 2:
-        end = last[1] + owner.start()
-    return text[first[1]:end], start + first[1]
+    return without_owner_form(text[first[1]:last[1] + len(last[0])]), start + first[1]
+
+
+def without_owner_form(name: str) -> str:
+    """``name`` without a closing owner form: "Python's built-in server" names Python, "Jesus' Son" keeps its."""
+    owner = POSSESSIVE_END.search(name)
+    return name[:owner.start()] if owner and owner.start() >= 2 else name
 
 
 def find_spans(text: str, title: str = "") -> list[Span]:

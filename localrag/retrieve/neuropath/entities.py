@@ -8,7 +8,7 @@ import logging
 from typing import Sequence
 
 from localrag.text.normalise import normalise_phrase, occurs_in
-from localrag.text.spans import find_spans
+from localrag.text.spans import find_spans, without_owner_form
 from localrag.text.stopwords import NER_FUNCTION_WORDS
 from localrag.text.words import LETTER_RUN
 from localrag.llm.jsoncall import call_json
@@ -46,7 +46,8 @@ def query_entities(ctx: Context, query: str, trace: Trace) -> list[str]:
     if not found and mode in ("rules", "llm+rules"):
         found = [s.text for s in find_spans(query)]
         source = "rules"
-    unique = list(dict.fromkeys(e for e in found if normalise_phrase(e)))
+    # a model names "Python's" as the question writes it; the graph's entity is "Python"
+    unique = list(dict.fromkeys(without_owner_form(e) for e in found if normalise_phrase(e)))
     trace.add(QueryEntitiesStep(entities=tuple(unique), source=source))
     return unique
 
