@@ -99,7 +99,7 @@ def test_a_name_no_passage_of_the_folder_says_abstains_whatever_the_best_sentenc
     off = AnswerSettings(abstain_below=0.3, abstain_unnamed_below=0.6, abstain_unmentioned=False)
     assert not check_evidence(question, preview, 0.8, off, common=lambda n: said.get(n, 0)).weak
     assert not check_evidence(question, preview, 0.8, settings, common=lambda n: said.get(n, 0),
-                              names_rule=False).weak
+                              english=False).weak
 
 
 def test_a_misspelt_name_is_not_a_missing_one():

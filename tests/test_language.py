@@ -44,8 +44,8 @@ def test_the_names_rule_reads_english_capitalisation_only():
     settings = AnswerSettings(abstain_below=0.2, abstain_unnamed_below=0.9)
     german = "Wie zeige ich einen Kalender mit dem Montag als Wochenbeginn an?"  # every noun capitalised
     assert check_evidence(german, [], 0.5, settings).weak  # read as English, "Kalender", "Montag" are names
-    assert not check_evidence(german, [], 0.5, settings, names_rule=False).weak
-    assert check_evidence(german, [], 0.1, settings, names_rule=False).weak  # the cosine rule still applies
+    assert not check_evidence(german, [], 0.5, settings, english=False).weak
+    assert check_evidence(german, [], 0.1, settings, english=False).weak  # the cosine rule still applies
 
 
 @pytest.mark.parametrize("question, names", [
@@ -64,16 +64,16 @@ def test_a_question_not_in_english_abstains_on_an_acronym_or_latin_word_no_note_
     said = {"Linux": 400, "Festplatte": 0, "Ordner": 0}
     common = lambda n: said.get(n, 0)  # noqa: E731
     check = check_evidence("怎么在 Linux 上创建并启用交换（swap）文件？", [], 0.6, settings, common=common,
-                           names_rule=False)
+                           english=False)
     assert check.weak and "“swap”" in check.reason and "Linux" not in check.reason
     assert check_evidence("Comment fusionner plusieurs fichiers PDF en un seul ?", [], 0.6, settings,
-                          common=common, names_rule=False).weak
+                          common=common, english=False).weak
     said["PDF"] = 3  # a folder that says PDF: the other rules decide
     assert not check_evidence("Comment fusionner plusieurs fichiers PDF en un seul ?", [], 0.6, settings,
-                              common=common, names_rule=False).weak
+                              common=common, english=False).weak
     # a German noun no note says is not a missing name: only the cosine rule reads such a question
     assert not check_evidence("Wie trage ich eine Festplatte in den Ordner ein?", [], 0.6, settings,
-                              common=common, names_rule=False).weak
+                              common=common, english=False).weak
 
 
 @pytest.fixture(scope="module")

@@ -187,22 +187,22 @@ class EvidenceCheck:
 
 def check_evidence(question: str, passages: Sequence[Passage], best: float | None,
                    settings: AnswerSettings, min_share_about: float = MIN_SHARE_ABOUT,
-                   common: MentionCount | None = None, names_rule: bool = True,
+                   common: MentionCount | None = None, english: bool = True,
                    starting: WordsStarting | None = None) -> EvidenceCheck:
     """The three rules of the module docstring; ``best``: the best evidence sentence's cosine, None if none.
-    ``names_rule`` False (a question not in English: localrag/language.py): rule 2 is not applied, and rule 3
+    ``english`` False (a question in another language: localrag/language.py): rule 2 is not applied, and rule 3
     reads only the names ``script_names`` finds."""
     if best is None:
         return EvidenceCheck("no evidence sentences") if settings.abstain_below > 0 else EvidenceCheck()
     rule_3 = settings.abstain_unmentioned
-    unmentioned = unmentioned_names(question, common, passages, starting, english=names_rule) if rule_3 else []
+    unmentioned = unmentioned_names(question, common, passages, starting, english=english) if rule_3 else []
     if unmentioned:
         shown = ", ".join(f"“{n}”" for n in unmentioned[:3])
         return EvidenceCheck(f"no note of the folder mentions {shown}")
     if settings.abstain_below > 0 and best < settings.abstain_below:
         return EvidenceCheck(f"the best evidence sentence scores {best:.2f} < answer.abstain_below "
                              f"{settings.abstain_below:g}")
-    if names_rule and settings.abstain_unnamed_below > 0 and best < settings.abstain_unnamed_below:
+    if english and settings.abstain_unnamed_below > 0 and best < settings.abstain_unnamed_below:
         missing, named = names_without_note(question, passages, common, settings.abstain_common_from)
         if named and (named - len(missing)) < min_share_about * named:
             shown = ", ".join(f"“{n}”" for n in missing[:3])

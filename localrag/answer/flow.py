@@ -120,7 +120,7 @@ def compose(llm_factory: Callable[[], LLM], embedder: Embedder, question: str, r
     evidence_ms = (time.perf_counter() - since) * 1000
     english = is_english(question)
     check = check_evidence(question, passages, max((e.similarity for e in evidence), default=None), settings,
-                           common=mentions, names_rule=english, starting=words_starting)
+                           common=mentions, english=english, starting=words_starting)
     emit(EvidenceReady(elapsed_s=evidence_ms / 1000, weak=check.weak,
                        quotes=tuple(f"{e.location}  {e.text}" for e in evidence[:settings.evidence_shown])))
     # the shapes, spans and comparisons are English rules: another language's question is quoted an answer
