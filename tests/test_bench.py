@@ -170,6 +170,41 @@ def test_cli_runs_plots_and_tabulates(tiny_set, first_run, embedder, tmp_path, c
     assert "| tiny | lexical |" in capsys.readouterr().out
 
 
+def _model_facts(notes: str, db: Path, embedder) -> set[int]:
+    """The passages of an index with facts the model produced."""
+    from localrag.api import Index
+    from localrag.config import load_settings
+
+    index = Index(load_settings(Path(notes), {"db": str(db)}, env={}), embedder)
+    try:
+        return {p for _, p, origin in index.store.graph.facts.all_sources() if origin == "llm"}
+    finally:
+        index.close()
+
+
+def test_extract_asked_runs_graph_on_the_models_graph_of_the_asked_passages(tiny_set, embedder, bundled_model,
+                                                                            tmp_path, capsys, monkeypatch):
+    import localrag.embed
+
+    monkeypatch.setattr(localrag.embed, "_DEFAULT", embedder)
+    out, work = tmp_path / "asked.json", tmp_path / "work"
+    assert _cli(["bench", "--data", str(tiny_set), "--limit", "2", "--extract-asked", "1", "--quiet",
+                 "--model", str(bundled_model), "--work", str(work), "--out", str(out)]) == 0
+    assert "asked passages extracted by" in " ".join(capsys.readouterr().out.split())
+    result = load_result(out)
+    assert result.strategies == ["graph", "graph+asked"] and [s.strategy for s in result.summaries] == result.strategies
+    assert [r.id for r in result.records[:2]] == [r.id for r in result.records[2:]]
+    x = result.asked_extraction
+    assert 1 <= x.passages <= 2 and x.extracted == x.passages and x.extractor.startswith("llm+rules")
+    assert x.llm_calls >= x.passages - x.cached and x.prompt_tokens > 0 and x.seconds > 0
+    notes = result.index.notes_dir
+    assert _model_facts(notes, work / "index.db", embedder) == set()  # the bench's own index keeps the rules graph
+    assert _model_facts(notes, work / "asked-llm-1.db", embedder) or x.fallback == x.passages
+    assert _cli(["bench", "--data", str(tiny_set), "--extract-asked", "1", "--rounds"]) == 1
+    assert _cli(["bench", "--data", str(tiny_set), "--extract-asked", "0"]) == 1
+    assert "N ≥ 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["bench", "--data", "{set}", "--strategy", "nonsense"], "unknown strategy nonsense"),
     (["bench", "--strategy", "dense"], "--data DIR is required"),

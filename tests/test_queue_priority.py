@@ -33,3 +33,15 @@ def test_the_order_can_be_turned_off(kg_index, tmp_path):
     before = [q.passage for q in index.store.graph.queue.next_batch(100)]
     Assistant(index).retrieve("Who tutored Ada Lovelace?", "dense", 3)
     assert [q.passage for q in index.store.graph.queue.next_batch(100)] == before
+
+
+def test_enqueue_puts_given_passages_first_in_their_order(kg_index, tmp_path):
+    index = kg_index(write_notes(tmp_path / "notes", MANY))
+    index.sync()
+    index.extract_graph()
+    assert index.store.graph.queue.length() == 0
+    ids = index.store.docs.all_passage_ids()[:4]
+    wanted = [ids[2], ids[0], ids[3]]
+    assert index.store.graph.queue.enqueue(wanted + [ids[0]]) == 3
+    assert [q.passage for q in index.store.graph.queue.next_batch(10)] == wanted
+    assert index.extract_graph().passages == 3 and index.store.graph.queue.length() == 0

@@ -71,6 +71,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", metavar="FILE", help="JSON result file (default: bench-results/<dataset>-<time>.json)")
     p.add_argument("--work", metavar="DIR", help="notes + index cache (default: ~/.cache/localrag/bench/<name>-<hash>)")
     p.add_argument("--no-memory", action="store_true", help="neither read nor write edge memories")
+    p.add_argument("--extract-asked", type=int, metavar="N",
+                   help="the model's graph where asked: `graph` on the rules graph, then each question's first N "
+                   "retrieved passages extracted by the model (llm+rules) on a copy of the index, then `graph` "
+                   "again (strategy graph+asked); the extraction's passages, calls, tokens and seconds in the result")
     p.add_argument("--rounds", nargs="?", const=DEFAULT_ROUNDS, metavar="SPEC",
                    help=f"run the memory-rounds protocol: comma-separated rounds from {', '.join(ROUND_NAMES)} "
                    f"(default when SPEC is left out: {DEFAULT_ROUNDS}); see the rounds section below")

@@ -76,12 +76,16 @@ def run_bench_command(args: argparse.Namespace) -> int:
         raise UserError("--data DIR is required (or --notes DIR --questions FILE; or use `localrag bench scale|plot|table`)")
     if bool(args.notes) != bool(args.questions) or (args.notes and args.data):
         raise UserError("--notes DIR needs --questions FILE (and no --data)")
+    if args.rounds is not None and args.extract_asked is not None:
+        raise UserError("--extract-asked and --rounds are two protocols; run them apart")
     if args.rounds is not None:
         return run_rounds_command(args)
     if args.keep_ner_cache:
         raise UserError("--keep-ner-cache only applies with --rounds")
     if args.no_free and not args.answer:
         raise UserError("--no-free only applies with --answer")
+    if args.extract_asked is not None:
+        return run_extract_asked_command(args)
     try:
         dataset = _load(args)
         spec = _spec(args, dataset, "dense,lexical,hybrid")
@@ -92,6 +96,32 @@ def run_bench_command(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     print_result(result, wide_console())
     return _write(result, args.out, "")
+
+
+def run_extract_asked_command(args: argparse.Namespace) -> int:
+    """`bench --extract-asked N` (localrag_bench/asked_extraction.py): graph, the model's extraction, graph again."""
+    from localrag_bench.asked_extraction import ASKED, BASE, run_asked_extraction
+
+    if args.extract_asked < 1:
+        raise UserError("--extract-asked needs N ≥ 1 (passages a question)")
+    if args.strategy and args.strategy != BASE:
+        raise UserError(f"--extract-asked compares `{BASE}` with itself on the model's graph; leave out --strategy")
+    if args.answer:
+        raise UserError("--extract-asked measures retrieval; leave out --answer")
+    try:
+        dataset = _load(args)
+        spec = _spec(args, dataset, BASE)
+        with _progress_sinks(args.quiet, 2 * len(dataset.questions), lambda r: f"questions ({r.strategy})") as (
+                on_progress, on_record):
+            result = run_asked_extraction(spec, args.extract_asked, on_record=on_record, on_progress=on_progress)
+    except (BenchDataError, BenchError) as exc:
+        raise UserError(str(exc)) from exc
+    print_result(result, wide_console())
+    x = result.asked_extraction
+    console.print(f"{ASKED}: {x.extracted} of {x.passages} asked passages extracted by {x.model} ({x.extractor}): "
+                  f"{x.llm_calls} calls, {x.prompt_tokens + x.completion_tokens:,} tokens, {x.facts_added} facts, "
+                  f"{x.fallback} fallbacks, {x.failed} failed; {x.seconds:.0f} s wall, {x.cpu_seconds:.0f} s CPU")
+    return _write(result, args.out, f"-asked{args.extract_asked}")
 
 
 def _load(args: argparse.Namespace) -> Any:

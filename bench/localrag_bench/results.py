@@ -257,6 +257,26 @@ class RoundsInfo:
 
 
 @dataclass
+class AskedExtraction:
+    """`bench --extract-asked N`: the graph phase with the model on the passages the questions retrieved."""
+    top: int  # each question's first N retrieved passages were queued
+    model: str
+    passages: int  # distinct passages queued
+    extracted: int  # passages the graph phase wrote
+    extractor: str  # as resolved, with the reason
+    llm_calls: int
+    cached: int  # passages whose reply came from the extraction cache
+    prompt_tokens: int
+    completion_tokens: int
+    facts_added: int
+    failed: int
+    fallback: int  # passages whose reply was unusable: the rules' facts instead
+    seconds: float
+    cpu_seconds: float
+    load_after: float
+
+
+@dataclass
 class ReferenceRow:
     """A recall figure not produced by localrag, printed beside ours for comparison."""
 
@@ -319,6 +339,7 @@ class BenchResult:
     drop_gold: bool = False  # the index holds the corpus without the asked questions' gold passages
     abstain_below: float = 0.0  # answer.abstain_below of the run
     abstain_unnamed_below: float = 0.0  # answer.abstain_unnamed_below of the run
+    asked_extraction: AskedExtraction | None = None  # set by `bench --extract-asked N`
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -359,6 +380,8 @@ def load_result(path: Path) -> BenchResult:
         data["records"] = [_build(QuestionRecord, r) for r in data.get("records", [])]
         if data.get("rounds") is not None:
             data["rounds"] = _rounds_info(data["rounds"])
+        if data.get("asked_extraction") is not None:
+            data["asked_extraction"] = _build(AskedExtraction, data["asked_extraction"])
         return _build(BenchResult, data)
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{path}: result file has an unexpected shape ({exc})") from exc

@@ -138,6 +138,16 @@ class Store:
             conn.close()
         return cls(path, dim=int(meta.get("dim", 0)), embedder_id=meta.get("embedder", ""), readonly=True)
 
+    def copy_to(self, target: str | Path) -> None:
+        """A consistent copy of the whole index at ``target`` (a new file): every committed write,
+        those still in the WAL too, by SQLite's online backup while this store stays open."""
+        dest = driver().connect(str(target))
+        try:
+            with self._lock:
+                self.conn.backup(dest)
+        finally:
+            dest.close()
+
     def close(self) -> None:
         with self._side_lock:
             if self._side is not None:

@@ -73,5 +73,16 @@ class GraphQueue:
             )
         return int(cur.rowcount or 0)
 
+    def enqueue(self, passage_ids: Sequence[int]) -> int:
+        """Queue these passages for extraction again, ahead of every file-ordered one, the first
+        given first (as ``prioritise`` orders a question's passages). Returns how many are queued."""
+        ids = list(dict.fromkeys(int(p) for p in passage_ids))
+        now = ASKED + (time.time_ns() // 1_000_000) * 1000
+        with self.s.transaction():
+            cur = self.s.executemany(
+                "INSERT OR REPLACE INTO graph_queue(passage, priority) SELECT id, ? FROM passages WHERE id = ?",
+                [(now + len(ids) - i, p) for i, p in enumerate(ids)])
+        return int(cur.rowcount or 0)
+
     def remove(self, passage_id: int) -> None:
         self.s.execute("DELETE FROM graph_queue WHERE passage = ?", (passage_id,))
