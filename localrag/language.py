@@ -22,7 +22,7 @@ import re
 import threading
 from functools import lru_cache
 
-from localrag.store.cjk import CJK_RUN, has_cjk
+from localrag.text.cjk import CJK_RUN, has_cjk
 
 ENGLISH = "en"
 # a passage's language is read from its prose: code, placeholders, links and headings (command and

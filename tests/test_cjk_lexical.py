@@ -10,7 +10,7 @@ from kg_helpers import write_notes
 from localrag.api import Assistant, Index
 from localrag.config import load_settings
 from localrag.store import schema
-from localrag.store.cjk import cjk_bigrams, cjk_terms
+from localrag.text.cjk import cjk_bigrams, cjk_terms
 from localrag.store.db import Store
 from localrag.store.lexical import fts_query
 

@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 
 from localrag.config import AnswerSettings
 from localrag.records import Passage
-from localrag.store.cjk import has_cjk
+from localrag.text.cjk import has_cjk
 from localrag.text.folders import folders_of
 from localrag.text.normalise import POSSESSIVE_S, name_key
 from localrag.text.spans import find_spans

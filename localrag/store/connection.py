@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from localrag.errors import LocalragError
-from localrag.store.cjk import cjk_terms
+from localrag.text.cjk import cjk_terms
 
 logger = logging.getLogger(__name__)
 

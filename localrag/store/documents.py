@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from localrag.records import Document, Passage, SkippedFile
-from localrag.store.cjk import cjk_terms, has_cjk
+from localrag.text.cjk import cjk_terms, has_cjk
 from localrag.store.until_write import UntilWrite
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ class Documents:
         )
         self._add_links(passage_id, p.links)  # already there, except in an index older than the link table
 
-    # -- CJK lexical rows (store/cjk.py) ---------------------------------------------
+    # -- CJK lexical rows (text/cjk.py) ---------------------------------------------
     def _add_cjk(self, passage_id: int, title: str, heading: str, text: str) -> None:
         """The passage's row of passages_cjk, when its title, heading or text has CJK characters."""
         terms = (cjk_terms(title), cjk_terms(heading), cjk_terms(text))

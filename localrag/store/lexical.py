@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Collection
 
-from localrag.store.cjk import cjk_bigrams, has_cjk
+from localrag.text.cjk import cjk_bigrams, has_cjk
 from localrag.text.stopwords import LEXICAL_STOPWORDS
 from localrag.text.words import WORD_RUN
 
@@ -22,7 +22,7 @@ def fts_query(text: str) -> str:
 
 
 def cjk_query(text: str) -> str:
-    """An FTS5 OR-query of the text's CJK bigrams (store/cjk.py), for passages_cjk."""
+    """An FTS5 OR-query of the text's CJK bigrams (text/cjk.py), for passages_cjk."""
     return " OR ".join(f'"{b}"' for b in dict.fromkeys(cjk_bigrams(text)))
 
 

@@ -472,7 +472,7 @@ UPDATE documents SET size = -1, sha256 = '' WHERE kind = 'pdf';
 
 def _cjk_lexical(dim: int) -> str:
     """Chinese, Japanese and Korean words for lexical search: each passage's title, heading and text as
-    overlapping CJK character bigrams (store/cjk.py), one row per passage that has CJK text, in step
+    overlapping CJK character bigrams (text/cjk.py), one row per passage that has CJK text, in step
     with passages_fts (written by Documents, deleted by trigger). ``cjk_terms`` is the Python
     function every connection defines (store/connection.py); it fills the table for an existing index."""
     return """
