@@ -57,8 +57,8 @@ def extract_on_copy(spec: BenchSpec, index: Index, passages: Sequence[int], top:
         started, cpu = time.perf_counter(), time.process_time()
         report = copy.extract_graph(progress=lambda p: None)
         figures = AskedExtraction(
-            top=top, model=discover(settings.llm.index_model or settings.llm.model).name, passages=queued, extracted=report.passages, extractor=report.extractor,
-            llm_calls=report.llm_calls, cached=report.cached, prompt_tokens=report.prompt_tokens,
+            top=top, model=discover(settings.llm.index_model or settings.llm.model).name, passages=queued,
+            extracted=report.passages, extractor=report.extractor, llm_calls=report.llm_calls, cached=report.cached, prompt_tokens=report.prompt_tokens,
             completion_tokens=report.completion_tokens, facts_added=report.facts_added, failed=report.failed,
             fallback=report.fallback, seconds=round(time.perf_counter() - started, 1),
             cpu_seconds=round(time.process_time() - cpu, 1), load_after=round(os.getloadavg()[0], 2),
@@ -71,6 +71,7 @@ def extract_on_copy(spec: BenchSpec, index: Index, passages: Sequence[int], top:
 
 def run_asked_extraction(spec: BenchSpec, top: int, on_record: RecordSink | None = None,
                          on_progress: ProgressSink | None = None) -> BenchResult:
+    """The protocol of the module docstring on ``spec``'s questions; ``top`` passages a question go to the model."""
     spec.options.doc_of = spec.dataset.doc_of
     spec.overrides = {**spec.overrides, "index.extractor": "rules"}  # the baseline graph is the rules one
     index, info, machine = open_index(spec, [BASE], on_progress=on_progress)
