@@ -58,10 +58,11 @@ def extract_on_copy(spec: BenchSpec, index: Index, passages: Sequence[int], top:
         report = copy.extract_graph(progress=lambda p: None)
         figures = AskedExtraction(
             top=top, model=discover(settings.llm.index_model or settings.llm.model).name, passages=queued,
-            extracted=report.passages, extractor=report.extractor, llm_calls=report.llm_calls, cached=report.cached,
-            prompt_tokens=report.prompt_tokens, completion_tokens=report.completion_tokens, facts_added=report.facts_added, failed=report.failed,
-            fallback=report.fallback, seconds=round(time.perf_counter() - started, 1),
-            cpu_seconds=round(time.process_time() - cpu, 1), load_after=round(os.getloadavg()[0], 2),
+            extracted=report.passages, extractor=report.extractor, llm_calls=report.llm_calls,
+            cached=report.cached, prompt_tokens=report.prompt_tokens, completion_tokens=report.completion_tokens,
+            facts_added=report.facts_added, failed=report.failed, fallback=report.fallback,
+            seconds=round(time.perf_counter() - started, 1), cpu_seconds=round(time.process_time() - cpu, 1),
+            load_after=round(os.getloadavg()[0], 2),
         )
     except BaseException:
         copy.close()
