@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from localrag.commands.common import UsageError, UserError, console, err_console
+from localrag_bench.asked_extraction import ASKED, BASE, run_asked_extraction
 from localrag_bench.data import BenchDataError, load_dataset
 from localrag_bench.loogle import is_loogle, load_loogle
 from localrag_bench.notes_set import load_notes_dataset
@@ -100,8 +101,6 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
 def run_extract_asked_command(args: argparse.Namespace) -> int:
     """`bench --extract-asked N` (localrag_bench/asked_extraction.py): graph, the model's extraction, graph again."""
-    from localrag_bench.asked_extraction import ASKED, BASE, run_asked_extraction
-
     if args.extract_asked < 1:
         raise UserError("--extract-asked needs N ≥ 1 (passages a question)")
     if args.strategy and args.strategy != BASE:
