@@ -15,6 +15,12 @@ if TYPE_CHECKING:
 ASKED = 1 << 62
 
 
+def asked_priority() -> int:
+    """The priority of passages asked for now: above every file-ordered one and every earlier ask,
+    with room below it (up to 1,000) to order one ask's passages."""
+    return ASKED + (time.time_ns() // 1_000_000) * 1000
+
+
 @dataclass(frozen=True)
 class QueueItem:
     passage: int
@@ -47,7 +53,7 @@ class GraphQueue:
             f"SELECT passage FROM graph_queue WHERE passage IN ({marks(len(ids))}) AND priority < ?", (*ids, ASKED))]
         if not waiting:
             return 0
-        now = ASKED + (time.time_ns() // 1_000_000) * 1000
+        now = asked_priority()
         rank = {p: i for i, p in enumerate(ids)}
         with self.s.transaction():
             self.s.executemany("UPDATE graph_queue SET priority = ? WHERE passage = ?",
@@ -77,7 +83,7 @@ class GraphQueue:
         """Queue these passages for extraction again, ahead of every file-ordered one, the first
         given first (as ``prioritise`` orders a question's passages). Returns how many are queued."""
         ids = list(dict.fromkeys(int(p) for p in passage_ids))
-        now = ASKED + (time.time_ns() // 1_000_000) * 1000
+        now = asked_priority()
         with self.s.transaction():
             cur = self.s.executemany(
                 "INSERT OR REPLACE INTO graph_queue(passage, priority) SELECT id, ? FROM passages WHERE id = ?",
